@@ -1,0 +1,42 @@
+"""Shared fixtures.
+
+Real-data tests read the read-only dataset mirror ``../shared/datasets`` (next
+to the checkout, as in CI) or the directory named by ``$LLC_BENCH_MIRROR``.
+They skip, saying why, when neither exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _find_mirror() -> Path | None:
+    env = os.environ.get("LLC_BENCH_MIRROR")
+    candidates = [Path(p) for p in env.split(os.pathsep)] if env else []
+    candidates.append(REPO.parent / "shared" / "datasets")
+    for path in candidates:
+        if (path / "MANIFEST.tsv").is_file():
+            return path
+    return None
+
+
+MIRROR = _find_mirror()
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    """The shared dataset mirror, or skip the test."""
+    if MIRROR is None:
+        pytest.skip("real-data test: no dataset mirror (../shared/datasets or $LLC_BENCH_MIRROR)")
+    return MIRROR
+
+
+@pytest.fixture(scope="session")
+def data_home(tmp_path_factory) -> Path:
+    """A fresh data home shared by the session (parsed-array cache lives here)."""
+    return tmp_path_factory.mktemp("data_home")
