@@ -1,0 +1,31 @@
+# Needs only Python >= 3.11 and a C compiler (LIBLINEAR builds from source).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+
+.PHONY: run test lint clean
+
+run: $(VENV)/.installed          ## set up and run the default experiment (banana, linear SVM)
+	$(BIN)/llc-bench run
+
+test: $(VENV)/.installed-dev     ## set up with the dev extras and run the test suite
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check llc_bench tests scripts
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip setuptools wheel
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.created pyproject.toml
+	$(BIN)/pip install -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.created pyproject.toml
+	$(BIN)/pip install -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

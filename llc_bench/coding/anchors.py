@@ -1,0 +1,105 @@
+"""Anchor points v_1..v_m for the local codings (DESIGN §3).
+
+Two rules:
+
+* ``kmeans`` (the LL-SVM paper, §4): k-means on the scaled training data,
+  scikit-learn ``KMeans`` seeded by the run seed; above ``MINIBATCH_THRESHOLD``
+  training rows ``MiniBatchKMeans`` is used instead (the full Lloyd iterations
+  cost O(N·D·m) each, which is what makes MNIST8m-sized data impractical; every
+  dataset of the papers except MNIST8m stays below the threshold, so the tables
+  use exact k-means).
+* ``random_per_class`` (Ladický's released LL-SVM code, DESIGN §7): random
+  training points, the m anchors split as evenly as possible between classes.
+
+Both return a dense C-contiguous float64 array of shape (m, D), also for sparse
+(CSR) input.  ``m`` is capped at the number of training rows (k-means cannot make
+more clusters than points); the caller records the effective m.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import ConfigError
+
+#: Training rows above which MiniBatchKMeans replaces KMeans.
+MINIBATCH_THRESHOLD = 200_000
+
+ANCHOR_METHODS = ("kmeans", "random_per_class")
+
+
+def fit_anchors(
+    X,
+    n_anchors: int,
+    *,
+    method: str = "kmeans",
+    y=None,
+    random_state=None,
+    minibatch_threshold: int = MINIBATCH_THRESHOLD,
+    max_iter: int = 300,
+) -> tuple[np.ndarray, dict]:
+    """Choose ``n_anchors`` anchor points from the training data ``X``.
+
+    Returns ``(anchors, info)``: anchors of shape (m, D), float64, C-contiguous,
+    and ``info`` = {"method", "n_anchors", "algorithm", ...} for the result record.
+    ``random_state`` is an int, a ``numpy.random.RandomState`` or None.
+    """
+    n = X.shape[0]
+    if n_anchors < 1:
+        raise ConfigError(f"n_anchors must be >= 1, got {n_anchors}")
+    m = int(min(n_anchors, n))
+    info: dict = {"method": method, "n_anchors_requested": int(n_anchors), "n_anchors": m}
+    if method == "kmeans":
+        from sklearn.cluster import KMeans, MiniBatchKMeans
+
+        if n > minibatch_threshold:
+            km = MiniBatchKMeans(
+                n_clusters=m,
+                random_state=random_state,
+                batch_size=4096,
+                n_init=3,
+                max_iter=max_iter,
+            )
+            info["algorithm"] = "MiniBatchKMeans"
+        else:
+            km = KMeans(n_clusters=m, random_state=random_state, n_init=1, max_iter=max_iter)
+            info["algorithm"] = "KMeans"
+        km.fit(X)
+        anchors = km.cluster_centers_
+        info["inertia"] = float(km.inertia_)
+        info["n_iter"] = int(km.n_iter_)
+    elif method == "random_per_class":
+        if y is None:
+            raise ConfigError("anchors 'random_per_class' needs the training labels")
+        rng = random_state if isinstance(random_state, np.random.RandomState) else (
+            np.random.RandomState(random_state)
+        )
+        y = np.asarray(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        counts = np.bincount(y_idx, minlength=len(classes))
+        # m // C per class, the remainder to the first classes; capped by class size
+        share = np.full(len(classes), m // len(classes))
+        share[: m % len(classes)] += 1
+        share = np.minimum(share, counts)
+        # give what small classes could not take to the others
+        missing = m - share.sum()
+        for c in np.argsort(-counts):
+            if missing <= 0:
+                break
+            extra = min(missing, counts[c] - share[c])
+            share[c] += extra
+            missing -= extra
+        rows = [
+            rng.choice(np.flatnonzero(y_idx == c), size=share[c], replace=False)
+            for c in range(len(classes))
+        ]
+        rows = np.sort(np.concatenate(rows))
+        anchors = X[rows]
+        info["algorithm"] = "random training points per class"
+        info["per_class"] = {str(c): int(s) for c, s in zip(classes, share, strict=True)}
+    else:
+        raise ConfigError(f"unknown anchor method {method!r}; choose one of {ANCHOR_METHODS}")
+    if sp.issparse(anchors):
+        anchors = anchors.toarray()
+    return np.ascontiguousarray(anchors, dtype=np.float64), info

@@ -1,0 +1,120 @@
+"""The results store: one JSON record per run, keyed by the hash of its config.
+
+A record is written atomically (temporary file in the same directory, fsync,
+``os.replace``), so an interrupted run leaves either no record or a whole one.
+Readers validate every record and report the bad ones instead of using them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from llc_bench.errors import ResultsError
+
+RECORD_VERSION = 1
+REQUIRED_KEYS = ("record_version", "config_hash", "config", "seed", "dataset", "model",
+                 "metrics", "timings", "versions", "status")
+# Keys of the run config that do not change the numbers a run produces.
+NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra")
+
+
+def semantic_config(config: Mapping) -> dict:
+    """The part of a resolved run config that determines its results."""
+    return {k: v for k, v in config.items() if k not in NON_SEMANTIC_KEYS}
+
+
+def config_hash(config: Mapping) -> str:
+    """A stable 16-hex-digit hash of the semantic part of a resolved config."""
+    blob = json.dumps(semantic_config(config), sort_keys=True, separators=(",", ":"),
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def atomic_write_json(path: Path, payload: Mapping) -> None:
+    """Write ``payload`` as JSON to ``path`` so readers never see a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(payload, handle, indent=1, sort_keys=False, allow_nan=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class ResultsStore:
+    """Run records under ``<root>/runs/<hash>.json``."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.runs = self.root / "runs"
+
+    def path(self, key: str) -> Path:
+        return self.runs / f"{key}.json"
+
+    def has(self, key: str) -> bool:
+        try:
+            self.load(key)
+        except (FileNotFoundError, ResultsError):
+            return False
+        return True
+
+    def save(self, record: Mapping) -> Path:
+        validate_record(record, "<new record>")
+        path = self.path(record["config_hash"])
+        atomic_write_json(path, record)
+        return path
+
+    def load(self, key: str) -> dict:
+        return read_record(self.path(key))
+
+    def records(self) -> Iterator[tuple[Path, dict | None, str | None]]:
+        """Every record file as ``(path, record, None)`` or ``(path, None, problem)``."""
+        if not self.runs.is_dir():
+            return
+        for path in sorted(self.runs.glob("*.json")):
+            try:
+                yield path, read_record(path), None
+            except ResultsError as err:
+                yield path, None, str(err)
+
+
+def read_record(path: Path) -> dict:
+    """Load and validate one record; a corrupt or partial file is a ResultsError."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: unreadable run record ({err})") from None
+    validate_record(record, path)
+    if record["config_hash"] != path.stem:
+        raise ResultsError(f"{path}: record hash {record['config_hash']} does not match "
+                           "its file name")
+    return record
+
+
+def validate_record(record, where) -> None:
+    if not isinstance(record, dict):
+        raise ResultsError(f"{where}: run record is not a JSON object")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise ResultsError(f"{where}: run record lacks {', '.join(missing)}")
+    if record["status"] != "complete":
+        raise ResultsError(f"{where}: run record status is {record['status']!r}")
+    if record["config_hash"] != config_hash(record["config"]):
+        raise ResultsError(f"{where}: config_hash does not match the recorded config")
+    metrics = record["metrics"]
+    if not isinstance(metrics, dict) or "test_accuracy" not in metrics:
+        raise ResultsError(f"{where}: run record has no test_accuracy")

@@ -1,0 +1,101 @@
+"""RBF kernel SVM baseline on LIBSVM (Chang & Lin, 2011) through scikit-learn.
+
+scikit-learn's ``SVC`` is LIBSVM's solver; we use it rather than
+libsvm-official because it predicts a whole test matrix in C (libsvm-official
+predicts row by row in Python, DESIGN §7) and takes numpy / CSR arrays as they
+are.  Multi-class is LIBSVM's native one-vs-one; its decision values are votes,
+not per-class margins, so no hinge loss is defined for it (``hinge_defined_``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.svm import SVC
+from sklearn.utils.validation import check_is_fitted
+
+from llc_bench.models._validation import (
+    SparseInputMixin,
+    check_fit_data,
+    check_predict_data,
+    labels_from_scores,
+)
+
+DEFAULT_C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
+DEFAULT_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
+
+
+def _scale_gamma(X) -> float:
+    """LIBSVM's customary 1 / (D · Var(X)) (scikit-learn's ``gamma="scale"``)."""
+    var = X.multiply(X).mean() - X.mean() ** 2 if hasattr(X, "multiply") else X.var()
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+    """RBF kernel SVM.  ``C=None`` / ``gamma=None`` choose them by ``cv_folds``-fold
+    cross-validation over ``C_grid`` x ``gamma_factors`` (multiples of
+    1 / (D · Var(X))) on the training data.  A number for ``gamma`` is used as is."""
+
+    def __init__(self, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
+                 gamma_factors=DEFAULT_GAMMA_FACTORS, cache_size=1000.0, tol=1e-3,
+                 random_state=0):
+        self.C = C
+        self.gamma = gamma
+        self.cv_folds = cv_folds
+        self.C_grid = C_grid
+        self.gamma_factors = gamma_factors
+        self.cache_size = cache_size
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y, eval_set=None):
+        X, y = check_fit_data(self, X, y)
+        t0 = time.perf_counter()
+        base = _scale_gamma(X)
+        C_values = list(self.C_grid) if self.C is None else [float(self.C)]
+        gammas = ([base * f for f in self.gamma_factors] if self.gamma is None
+                  else [float(self.gamma)])
+        svc = SVC(kernel="rbf", cache_size=self.cache_size, tol=self.tol)
+        cv_scores = None
+        if len(C_values) * len(gammas) > 1:
+            folds = min(self.cv_folds, int(np.bincount(y).min()))
+            search = GridSearchCV(
+                svc, {"C": C_values, "gamma": gammas},
+                cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=self.random_state),
+                refit=False)
+            search.fit(X, y)
+            best = search.best_params_
+            cv_scores = [
+                {"C": float(p["C"]), "gamma": float(p["gamma"]), "accuracy": float(s)}
+                for p, s in zip(search.cv_results_["params"],
+                                search.cv_results_["mean_test_score"], strict=True)]
+        else:
+            best = {"C": C_values[0], "gamma": gammas[0]}
+        t1 = time.perf_counter()
+        self.svc_ = svc.set_params(**best).fit(X, y)
+        t2 = time.perf_counter()
+        self.C_, self.gamma_ = float(best["C"]), float(best["gamma"])
+        self.hinge_defined_ = len(self.classes_) == 2
+        self.fit_info_ = {
+            "timings": {"cv": t1 - t0, "train": t2 - t1},
+            "selected": {"C": self.C_, "gamma": self.gamma_},
+            "cv_accuracy": cv_scores,
+            "model_size": {"n_support_vectors": int(self.svc_.support_.size)},
+        }
+        return self
+
+    def decision_function(self, X):
+        """Binary: (n,) margin for ``classes_[1]``; multi-class: (n, K) one-vs-one
+        votes (``decision_function_shape="ovr"``), which rank but are not margins."""
+        check_is_fitted(self, "svc_")
+        X = check_predict_data(self, X)
+        return self.svc_.decision_function(X)
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return labels_from_scores(self.classes_, scores)
+        return self.classes_[self.svc_.predict(check_predict_data(self, X))]

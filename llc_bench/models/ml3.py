@@ -1,0 +1,374 @@
+"""ML3: Multiclass Latent Locally Linear SVM (Fornoni, Caputo, Orabona; ACML 2013).
+
+Every class ``y`` owns ``m`` linear models ``W_y`` (m x (D+1), a 1 appended to
+x).  The score of a class is the best non-negative combination of its models
+inside the unit p-ball (eq. 7-8),
+
+    s(x, y) = max_{beta >= 0, ||beta||_p <= 1} beta^T W_y x = || [W_y x]_+ ||_q,
+
+q = p / (p - 1) (eq. 16), with the maximiser beta* in closed form (eq. 14-15).
+Prediction is ``argmax_y s(x, y)``.  Training minimises eq. 9 by CCCP (Alg. 1):
+each CCCP iteration freezes beta* of the true class at the previous iterate and
+runs one Pegasos-style SGD epoch on the convex problem eq. 13 (Alg. 2); see
+:mod:`llc_bench.models._ml3_kernel` for the step itself.
+
+Binary problems are the multi-class formulation with c = 2 (the paper has no
+separate binary variant; its UCI table runs ML3 as is): ``W_`` holds models
+for both classes and ``decision_function`` returns ``s(x, c1) - s(x, c0)``.
+
+Choices where the paper leaves room (released code in ``DESIGN.md`` §7):
+
+* Learning rate ``eta = 1/(lam (s0 + s))`` with s = 1..n counted within the
+  epoch (= the released ``1/(lam (s0 + s + 1))`` with s from 0).  ``s0`` is
+  ``2n`` times the number of epochs already run: 0 in the initial epoch (whose
+  first step is a plain Pegasos step, eta lam = 1), ``2n`` in the first CCCP
+  iteration (ML3 §4) and ``+2n`` after every iteration.
+* Initial latent vectors: i.i.d. uniform(0, 1) entries normalised to unit
+  p-norm (on the surface of the positive p-ball, where beta* lies).
+* ``lambda_=None`` is the released default ``1/n``; the projection radius is
+  the paper's ``sqrt(2n/lambda)``.
+* Sparse input is densified (ML3 is a dense-model method; D+1 floats per row).
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._ml3_kernel import sgd_epoch
+
+__all__ = ["ML3Classifier", "beta_star", "latent_score", "select_lambda"]
+
+_CHUNK_ELEMS = 1 << 21  # elements per temporary (rows x c x m) block
+
+
+def _dual_exponent(p: float) -> float:
+    if p == 1:
+        return np.inf
+    if np.isinf(p):
+        return 1.0
+    return p / (p - 1.0)
+
+
+def latent_score(c, p: float) -> np.ndarray:
+    """s = max_{beta in positive p-ball} beta^T c = ||[c]_+||_q (eq. 16), over the last axis."""
+    c = np.asarray(c, dtype=float)
+    cp = np.maximum(c, 0.0)
+    big = cp.max(axis=-1) if cp.shape[-1] else np.zeros(cp.shape[:-1])
+    if p == 1:
+        return big
+    if np.isinf(p):
+        return cp.sum(axis=-1)
+    q = _dual_exponent(p)
+    safe = np.where(big > 0, big, 1.0)
+    ratio = cp / safe[..., None]
+    return big * np.sum(ratio**q, axis=-1) ** (1.0 / q)
+
+
+def beta_star(c, p: float) -> np.ndarray:
+    """arg max of beta^T c over {beta >= 0, ||beta||_p <= 1}, over the last axis.
+
+    Eq. 14 for 1 < p < inf: beta_j = (c_j^+ / ||c^+||_q)^(q-1); eq. 15 for
+    p = 1: one-hot on the (first) largest positive entry; p = inf: 1 on the
+    positive entries.  Zero when no entry is positive.
+    """
+    c = np.asarray(c, dtype=float)
+    cp = np.maximum(c, 0.0)
+    out = np.zeros_like(cp)
+    if p == 1:
+        if cp.shape[-1]:
+            arg = np.argmax(cp, axis=-1)
+            hit = np.take_along_axis(cp, arg[..., None], axis=-1) > 0
+            np.put_along_axis(out, arg[..., None], hit.astype(float), axis=-1)
+        return out
+    if np.isinf(p):
+        return (cp > 0).astype(float)
+    q = _dual_exponent(p)
+    nrm = latent_score(cp, p)
+    safe = np.where(nrm > 0, nrm, 1.0)
+    out = (cp / safe[..., None]) ** (q - 1.0)
+    out[nrm <= 0] = 0.0
+    return out
+
+
+def _random_beta(rng, shape, p):
+    """Random latent vectors on the unit sphere of the positive p-ball (ML3 §4)."""
+    u = rng.uniform(0.0, 1.0, size=shape)
+    if np.isinf(p):
+        nrm = u.max(axis=-1)
+    else:
+        nrm = np.sum(u**p, axis=-1) ** (1.0 / p)
+    return u / nrm[..., None]
+
+
+def _extend(X):
+    """[X, 1] as a C-contiguous float64 array."""
+    Xe = np.empty((X.shape[0], X.shape[1] + 1), dtype=np.float64)
+    Xe[:, :-1] = X
+    Xe[:, -1] = 1.0
+    return Xe
+
+
+def _class_scores(Xe, W, p):
+    """s(x, y) for all rows and classes, (n, c): one BLAS matmul per row chunk."""
+    n_classes, m, d1 = W.shape
+    W2 = W.reshape(n_classes * m, d1)
+    out = np.empty((Xe.shape[0], n_classes))
+    step = max(1, _CHUNK_ELEMS // (n_classes * m))
+    for lo in range(0, Xe.shape[0], step):
+        Z = Xe[lo:lo + step] @ W2.T  # (rows, c*m): W_y x for every class
+        out[lo:lo + step] = latent_score(Z.reshape(-1, n_classes, m), p)
+    return out
+
+
+def _true_class_beta(Xe, y, W, p):
+    """beta*_{W, i, y_i} for every training sample (n, m)."""
+    n_classes, m, _ = W.shape
+    out = np.empty((Xe.shape[0], m))
+    for c in range(n_classes):
+        idx = np.flatnonzero(y == c)
+        if idx.size:
+            out[idx] = beta_star(Xe[idx] @ W[c].T, p)
+    return out
+
+
+def _margin_losses(S, y):
+    """Hinge of eq. 9b per sample from class scores S (n, c)."""
+    n = S.shape[0]
+    s_true = S[np.arange(n), y]
+    other = S.copy()
+    other[np.arange(n), y] = -np.inf
+    return np.maximum(0.0, 1.0 + other.max(axis=1) - s_true)
+
+
+class ML3Classifier(ClassifierMixin, BaseEstimator):
+    """Multiclass Latent Locally Linear SVM (ML3), trained by CCCP + SGD.
+
+    Parameters
+    ----------
+    n_models : int, default=10
+        Local linear models per class (m).
+    p : float, default=1.5
+        Norm of the latent weight ball, 1 <= p <= inf (1: a single model per
+        sample and class; 2: weights proportional to positive model scores).
+    lambda_ : float or None, default=None
+        Regularisation lambda of eq. 9 (mean-loss scaling, as Pegasos).
+        None uses 1 / n_samples, the released code's default.
+    n_iter : int, default=30
+        CCCP iterations, one SGD epoch each (0 keeps the initial W^0).
+    averaging : bool, default=True
+        Return the average of the SGD iterates of the last CCCP iteration.
+    n_init_epochs : int, default=1
+        SGD epochs with all latent variables fixed at random values (W^0).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial latent variables and the epoch permutations.
+
+    Attributes
+    ----------
+    W_ : ndarray of shape (n_classes, n_models, n_features_in_ + 1)
+        Local models; the last column multiplies the appended constant 1.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    lambda_used_ : float
+        The regularisation actually used (resolves ``lambda_=None``).
+    fit_info_ : dict
+        ``timings`` (seconds: init, cccp, evaluation), ``history`` (one entry
+        per CCCP iteration: iteration, objective = lambda/2 ||W||^2 + mean
+        eq. 9b hinge, train_error, test_error when ``eval_set`` is given,
+        sgd_violations), and ``model_size`` (n_models, n_params).
+    """
+
+    def __init__(self, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
+                 n_init_epochs=1, random_state=None):
+        self.n_models = n_models
+        self.p = p
+        self.lambda_ = lambda_
+        self.n_iter = n_iter
+        self.averaging = averaging
+        self.n_init_epochs = n_init_epochs
+        self.random_state = random_state
+
+    # -- sklearn plumbing -------------------------------------------------
+    def __sklearn_is_fitted__(self):
+        # ``lambda_`` is a constructor parameter ending in "_", so the default
+        # attribute-based test of check_is_fitted would see every instance as fitted.
+        return hasattr(self, "W_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # accepted, densified
+        return tags
+
+    def _check_params(self):
+        if not isinstance(self.n_models, numbers.Integral) or self.n_models < 1:
+            raise ValueError(f"n_models must be an integer >= 1, got {self.n_models!r}")
+        if not isinstance(self.p, numbers.Real) or not (self.p >= 1):
+            raise ValueError(f"p must be a real number >= 1 (inf allowed), got {self.p!r}")
+        if self.lambda_ is not None and (not isinstance(self.lambda_, numbers.Real)
+                                         or not (0 < self.lambda_ < np.inf)):
+            raise ValueError(f"lambda_ must be None or a positive number, got {self.lambda_!r}")
+        if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
+            raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
+        if not isinstance(self.n_init_epochs, numbers.Integral) or self.n_init_epochs < 1:
+            raise ValueError(f"n_init_epochs must be an integer >= 1, got {self.n_init_epochs!r}")
+
+    @staticmethod
+    def _dense(X):
+        return X.toarray() if sp.issparse(X) else X
+
+    # -- training ---------------------------------------------------------
+    def fit(self, X, y, eval_set=None):
+        """Fit on (X, y); ``eval_set=(X_test, y_test)`` adds test error to the history."""
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
+                             dtype=np.float64)
+        check_classification_targets(y)
+        X = self._dense(X)
+        classes, y_enc = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"ML3Classifier needs samples of at least 2 classes; "
+                             f"got 1 class ({classes[0]!r})")
+        self.classes_ = classes
+        y_enc = np.ascontiguousarray(y_enc, dtype=np.int64)
+        Xe = _extend(X)
+        n, d1 = Xe.shape
+        n_classes, m, p = classes.size, int(self.n_models), float(self.p)
+        q = _dual_exponent(p)
+        lam = 1.0 / n if self.lambda_ is None else float(self.lambda_)
+        radius2 = 2.0 * n / lam  # ||W*||_F^2 <= 2n / lambda (ML3 §3)
+        rng = check_random_state(self.random_state)
+        xx = np.einsum("ij,ij->i", Xe, Xe)
+
+        test = None
+        if eval_set is not None:
+            X_te, y_te = eval_set
+            X_te = self._dense(validate_data(self, X_te, accept_sparse=["csr", "csc", "coo"],
+                                             dtype=np.float64, reset=False))
+            test = (_extend(X_te), np.asarray(y_te))
+
+        V = np.zeros((n_classes * m, d1))
+        U = np.zeros((1, 1))
+        state = np.array([1.0, 0.0, 0.0])  # [a, ||W||^2, alpha]: W = a V
+        scores = np.empty(n_classes * m)
+        bneg = np.empty(m)
+        no_neg = np.empty((0, n_classes, m))
+        epochs = 0
+
+        def fold():  # W = a V -> V (O(cmD) once per epoch; resets drift of ||W||^2)
+            V[...] *= state[0]
+            state[0] = 1.0
+            state[1] = float(np.sum(V * V))
+
+        # (1)-(2) of ML3 §4: random latent variables, SGD with all of them fixed
+        t0 = time.perf_counter()
+        chunk = max(1, _CHUNK_ELEMS // (n_classes * m))
+        for _ in range(self.n_init_epochs):
+            fold()
+            order = rng.permutation(n).astype(np.int64)
+            for lo in range(0, n, chunk):
+                idx = order[lo:lo + chunk]
+                b_all = _random_beta(rng, (idx.size, n_classes, m), p)
+                b_true = np.ascontiguousarray(b_all[np.arange(idx.size), y_enc[idx]])
+                sgd_epoch(V, U, state, Xe, xx, y_enc, idx, b_true, b_all, lam,
+                          2.0 * n * epochs, float(lo), radius2, p, q, m, False, scores, bneg)
+            epochs += 1
+        fold()
+        t_init = time.perf_counter() - t0
+
+        # (3) CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2)
+        history, t_cccp, t_eval = [], 0.0, 0.0
+        W = V.reshape(n_classes, m, d1)
+        for it in range(self.n_iter):
+            t0 = time.perf_counter()
+            last_avg = self.averaging and it == self.n_iter - 1
+            beta_t = _true_class_beta(Xe, y_enc, W, p)  # beta*_{W^t, i, y_i}, eq. 13b
+            order = rng.permutation(n).astype(np.int64)
+            if last_avg:
+                U = np.zeros_like(V)
+                state[2] = 0.0
+            n_viol, _ = sgd_epoch(V, U, state, Xe, xx, y_enc, order,
+                                  np.ascontiguousarray(beta_t[order]), no_neg, lam,
+                                  2.0 * n * epochs, 0.0, radius2, p, q, m, last_avg,
+                                  scores, bneg)
+            epochs += 1
+            if last_avg:  # Alg. 2 line 8: mean of the n iterates
+                V[...] = (U + state[2] * V) / n
+                state[0] = 1.0
+            fold()
+            t_cccp += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            history.append(self._history_entry(it + 1, W, Xe, y_enc, lam, p, test, n_viol))
+            t_eval += time.perf_counter() - t0
+
+        self.W_ = W.copy()
+        self.lambda_used_ = lam
+        self.fit_info_ = {
+            "timings": {"init": t_init, "cccp": t_cccp, "evaluation": t_eval},
+            "history": history,
+            "model_size": {"n_models": m, "n_params": int(W.size)},
+        }
+        return self
+
+    def _history_entry(self, iteration, W, Xe, y_enc, lam, p, test, n_viol):
+        S = _class_scores(Xe, W, p)
+        entry = {
+            "iteration": iteration,
+            "objective": float(0.5 * lam * np.sum(W * W) + _margin_losses(S, y_enc).mean()),
+            "train_error": float(np.mean(np.argmax(S, axis=1) != y_enc)),
+            "sgd_violations": int(n_viol),
+        }
+        if test is not None:
+            pred = self.classes_[np.argmax(_class_scores(test[0], W, p), axis=1)]
+            entry["test_error"] = float(np.mean(pred != test[1]))
+        return entry
+
+    # -- prediction -------------------------------------------------------
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64,
+                          reset=False)
+        return _class_scores(_extend(self._dense(X)), self.W_, float(self.p))
+
+    def decision_function(self, X):
+        """Class scores s(x, y) (n, c); binary: s(x, classes_[1]) - s(x, classes_[0]), (n,)."""
+        S = self._scores(X)
+        if S.shape[1] == 2:
+            return S[:, 1] - S[:, 0]
+        return S
+
+    def predict(self, X):
+        """arg max_y s(x, y) (ties: the first class)."""
+        return self.classes_[np.argmax(self._scores(X), axis=1)]
+
+
+def select_lambda(X, y, grid, folds=5, random_state=None, **params):
+    """Pick lambda_ by stratified k-fold CV error on a training split.
+
+    ``params`` are passed to :class:`ML3Classifier` (e.g. n_models, p, n_iter);
+    the folds and every fit share ``random_state``.  Returns
+    ``(best_lambda, {lambda: mean CV error})``; ties go to the first grid value.
+    (``sklearn.model_selection.GridSearchCV`` over ``lambda_`` works as well.)
+    """
+    X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    y = np.asarray(y)
+    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=random_state)
+    splits = list(cv.split(X, y))
+    errors = {}
+    for lam in grid:
+        errs = []
+        for tr, va in splits:
+            clf = ML3Classifier(lambda_=lam, random_state=random_state, **params)
+            clf.fit(X[tr], y[tr])
+            errs.append(np.mean(clf.predict(X[va]) != y[va]))
+        errors[float(lam)] = float(np.mean(errs))
+    best = min(errors, key=errors.get)
+    return best, errors
