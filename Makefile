@@ -16,7 +16,6 @@ lint: $(VENV)/.installed-dev
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip setuptools wheel
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.created pyproject.toml

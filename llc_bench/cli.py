@@ -46,6 +46,47 @@ def run_app(cfg: DictConfig) -> None:
         fail(str(err))
 
 
+def datasets_command(argv: list[str]) -> None:
+    """`llc-bench datasets [list | info NAME | fetch NAME]`."""
+    import argparse
+    import json
+
+    from llc_bench.data import dataset_spec, dataset_status, fetch_dataset, list_datasets
+
+    parser = argparse.ArgumentParser(prog="llc-bench datasets",
+                                     description="List, describe or fetch the datasets.")
+    parser.add_argument("action", nargs="?", default="list", choices=["list", "info", "fetch"])
+    parser.add_argument("name", nargs="?", help="a dataset name (see `llc-bench datasets list`)")
+    parser.add_argument("--home", help="data home (default: $LLC_BENCH_DATA, ./datasets in a "
+                        "checkout, else ~/.cache/llc-bench)")
+    parser.add_argument("--mirror", action="append", default=[],
+                        help="a read-only directory to look in before downloading (repeatable)")
+    parser.add_argument("--no-download", action="store_true", help="never use the network")
+    args = parser.parse_args(argv)
+    if args.action != "list" and not args.name:
+        parser.error(f"`{args.action}` needs a dataset NAME")
+    if args.name and args.name not in list_datasets():
+        fail(f"unknown dataset {args.name!r} (see `llc-bench datasets list`)")
+    where = {"home": args.home, "mirrors": tuple(args.mirror)}
+    if args.action == "list":
+        rows = [dataset_status(name, **where) for name in list_datasets()]
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            state = ("offline ok" if r["available"] else
+                     "generated" if r["kind"] == "synthetic" else "download needed")
+            print(f"{r['name']:<{width}}  {r['task']:<10}  {state:<15}  "
+                  f"{dataset_spec(r['name']).get('description', '')}")
+    elif args.action == "info":
+        status = dataset_status(args.name, **where)
+        print(json.dumps({"spec": dataset_spec(args.name), "status": status}, indent=1,
+                         default=str))
+    else:
+        files = fetch_dataset(args.name, download=not args.no_download, **where)
+        for role, paths in files.items():
+            for path in paths:
+                print(f"{role}: {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
@@ -56,8 +97,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.argv = ["llc-bench run", *rest]
         run_app()
     elif command == "datasets":
-        from llc_bench.data.commands import datasets_command
-
         try:
             datasets_command(rest)
         except LLCBenchError as err:

@@ -40,3 +40,16 @@ def mirror() -> Path:
 def data_home(tmp_path_factory) -> Path:
     """A fresh data home shared by the session (parsed-array cache lives here)."""
     return tmp_path_factory.mktemp("data_home")
+
+
+def compose_run(*overrides, tmp_path, mirrors=()):
+    """A resolved `llc-bench run` config whose files stay under ``tmp_path``."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    paths = ",".join(str(p) for p in (REPO / "datasets", *mirrors))
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = compose("run", overrides=[
+            f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
+            f"data.mirrors=[{paths}]", "data.download=false", *overrides])
+    return OmegaConf.to_container(cfg, resolve=True)

@@ -94,3 +94,12 @@ def test_kernel_cv_grid_and_multiclass():
 ])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_trailing_zero_features_get_zero_weights():
+    X, y = blobs(2, seed=9)
+    X = np.hstack([X, np.zeros((len(X), 3))])  # LIBLINEAR never sees the last 3 columns
+    model = LinearSVMClassifier(C=1.0).fit(sp.csr_matrix(X), y)
+    assert model.coef_.shape == (7,)
+    np.testing.assert_array_equal(model.coef_[4:], 0.0)
+    assert model.intercept_ != 0.0

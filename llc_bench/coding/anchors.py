@@ -72,8 +72,10 @@ def fit_anchors(
     elif method == "random_per_class":
         if y is None:
             raise ConfigError("anchors 'random_per_class' needs the training labels")
-        rng = random_state if isinstance(random_state, np.random.RandomState) else (
-            np.random.RandomState(random_state)
+        rng = (
+            random_state
+            if isinstance(random_state, np.random.RandomState)
+            else (np.random.RandomState(random_state))
         )
         y = np.asarray(y)
         classes, y_idx = np.unique(y, return_inverse=True)

@@ -32,7 +32,8 @@ number such as β = 1 is not (squared distances grow with D after standard
 scaling).
 
 New codings (``adaptive_knn``, OCC, ...) subclass :class:`LocalCoding` and
-register in :data:`CODINGS`; codings with a dense output can return k = m.
+register in :data:`CODINGS`; codings with a dense output can return k = m, and
+variable-k codings (adaptive_knn's k*) can pad their rows with zero weights.
 """
 
 from __future__ import annotations

@@ -25,8 +25,14 @@ from llc_bench.models._validation import labels_from_scores
 def _estimator_classes() -> dict[str, type]:
     from llc_bench.models.kernel import KernelSVMClassifier
     from llc_bench.models.linear import LinearSVMClassifier
+    from llc_bench.models.ml3 import ML3Classifier
 
-    return {"liblinear": LinearSVMClassifier, "libsvm": KernelSVMClassifier}
+    return {"liblinear": LinearSVMClassifier, "libsvm": KernelSVMClassifier,
+            "ml3_cccp": ML3Classifier}
+
+
+# Codings that a trainer implements itself (no ``coding`` constructor argument).
+BUILT_IN_CODINGS = {"ml3_cccp": "latent"}
 
 
 def _plain(value):
@@ -50,6 +56,8 @@ def build_estimator(config: Mapping):
     known = set(cls().get_params())
     kwargs = {}
     coding_name = coding.pop("name", "none")
+    if coding_name == BUILT_IN_CODINGS.get(name):
+        coding_name = "none"
     if coding_name != "none":
         if "coding" not in known:
             raise ConfigError(f"trainer {name} takes no local coding; got coding={coding_name}")

@@ -1,1 +1,3 @@
 
+from .llsvm import LCCSVMClassifier, LLSVMClassifier  # noqa: E402,F401
+from .ml3 import ML3Classifier, select_lambda  # noqa: E402,F401

@@ -15,7 +15,13 @@ Layout shared by both versions
   in ``state[2]``: a change ``delta`` of ``V`` is compensated by
   ``U -= alpha * delta`` (same rows as the update, O(mD) per violating step)
   and every step adds ``alpha += a``; the shrink and the projection only touch
-  ``a``.  The average of the ``k`` iterates is ``(U + alpha V) / k``.
+  ``a``.  The average of the ``k`` iterates is ``(U + alpha V) / k``.  When
+  ``a`` falls below 1e-6 (only under heavy projection) it is folded into ``V``
+  (O(cmD), ``alpha /= a``) so that ``V`` never over- or underflows; when
+  ``alpha > 1024 a`` the sum is re-based (``U += alpha V``, ``alpha = 0``,
+  O(cmD)) so that the cancellation in ``U + alpha V`` stays bounded.  Without
+  projection ``a`` barely moves within an epoch, so this happens about once
+  per 1024 steps: amortised O(cmD / 1024) per step.
 * Step ``j`` of a call visits sample ``order[j]`` with learning rate
   ``eta = 1 / (lam * (s0 + t_start + j + 1))`` -- Alg. 2 line 4 with the step
   counted from 1 (identical to the released code's ``1/(lam (s0 + s + 1))``
@@ -207,8 +213,19 @@ def sgd_epoch(V, U, state, X, xx, y, order, beta_true, beta_neg, lam, s0, t_star
         if sqn > radius2:  # Alg. 2 line 6: project onto ||W||_F <= sqrt(radius2)
             a *= np.sqrt(radius2 / sqn)
             sqn = radius2
+        if a < 1e-6:  # keep V well scaled: W = a V = 1 (a V), sum = U + (alpha / a)(a V)
+            for r in range(V.shape[0]):
+                for d in range(V.shape[1]):
+                    V[r, d] *= a
+            alpha /= a
+            a = 1.0
         if average:  # Alg. 2 line 8 (as a running sum)
             alpha += a
+            if alpha > 1024.0 * a:  # re-base: U <- U + alpha V, alpha <- 0 (bounds
+                for r in range(V.shape[0]):  # the cancellation in U + alpha V)
+                    for d in range(V.shape[1]):
+                        U[r, d] += alpha * V[r, d]
+                alpha = 0.0
     state[0] = a
     state[1] = sqn
     state[2] = alpha
@@ -242,12 +259,12 @@ def sgd_epoch_reference(W, X, y, order, beta_true, beta_neg, lam, s0, t_start, r
     """The steps of :func:`sgd_epoch` written directly from Alg. 2 (slow).
 
     ``W`` (c, m, D+1) is updated in place.  Returns (average of the iterates
-    of this call or None, n_viol, loss_sum).
+    of this call or None, n_viol, loss_sum, number of projections).
     """
     n_classes, m, _ = W.shape
     fixed = beta_neg.shape[0] > 0
     Wbar = np.zeros_like(W) if average else None
-    n_viol, loss_sum = 0, 0.0
+    n_viol, loss_sum, n_proj = 0, 0.0, 0
     for j, i in enumerate(order):
         x, yi = X[i], y[i]
         C = W @ x  # (c, m): W_y x for every class
@@ -261,17 +278,29 @@ def sgd_epoch_reference(W, X, y, order, beta_true, beta_neg, lam, s0, t_start, r
         yb, best = others[k], s_other[k]
         loss = 1.0 + best - s_true
         eta = 1.0 / (lam * (s0 + t_start + j + 1.0))
-        G = lam * W  # subgradient of eq. 13 (Alg. 2 line 5)
+        # Alg. 2 line 5: W <- W - eta (lam W + G), G the loss part of the subgradient of
+        # eq. 13; (1 - eta lam) is clipped at 0 (it is 1 - 1 up to rounding at the first
+        # step of a run started with s0 = 0).
+        G = np.zeros_like(W)
         if loss > 0:
             n_viol += 1
             loss_sum += loss
             bneg = beta_neg[j, yb] if fixed else beta_star_ref(C[yb], p)
             G[yb] += np.outer(bneg, x)
             G[yi] -= np.outer(beta_true[j], x)
-        W -= eta * G
+        W[...] = max(0.0, 1.0 - eta * lam) * W - eta * G
         nrm = np.linalg.norm(W)
         if nrm * nrm > radius2:  # Alg. 2 line 6
             W *= np.sqrt(radius2) / nrm
+            n_proj += 1
         if average:  # Alg. 2 line 8
             Wbar += (W - Wbar) / (j + 1)
-    return Wbar, n_viol, loss_sum
+    return Wbar, n_viol, loss_sum, n_proj
+
+
+@njit(cache=True)
+def latent_scores_rows(Z, n_models, p, q, out):
+    """out[i, y] = ||[Z[i, y*m:(y+1)*m]]_+||_q (eq. 16) for precomputed Z = X W^T."""
+    for i in range(Z.shape[0]):
+        for c in range(out.shape[1]):
+            out[i, c] = _qnorm_pos(Z[i], c * n_models, n_models, p, q)

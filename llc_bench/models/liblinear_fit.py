@@ -45,9 +45,11 @@ def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0
     model = train(problem(y.astype(np.float64), X), parameter(options))
     labels = [int(label) for label in model.get_labels()]
     n_w = 1 if (model.get_nr_class() == 2 and SOLVERS[solver] != 4) else model.get_nr_class()
-    n_rows = model.get_nr_feature() + (1 if model.bias > 0 else 0)
+    n_feat = model.get_nr_feature()
+    n_rows = n_feat + (1 if model.bias > 0 else 0)
     w = np.ctypeslib.as_array(model.w, shape=(n_rows * n_w,)).reshape(n_rows, n_w).T.copy()
-    coef, intercept = w[:, : X.shape[1]], (w[:, -1] * model.bias if model.bias > 0 else np.zeros(n_w))
+    coef = w[:, :n_feat]
+    intercept = w[:, n_feat] * model.bias if model.bias > 0 else np.zeros(n_w)
     if X.shape[1] > coef.shape[1]:  # trailing all-zero features are unknown to the model
         coef = np.hstack([coef, np.zeros((n_w, X.shape[1] - coef.shape[1]))])
     if n_w == 1:

@@ -43,7 +43,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._ml3_kernel import sgd_epoch
+from ._ml3_kernel import latent_scores_rows, sgd_epoch
 
 __all__ = ["ML3Classifier", "beta_star", "latent_score", "select_lambda"]
 
@@ -68,9 +68,17 @@ def latent_score(c, p: float) -> np.ndarray:
     if np.isinf(p):
         return cp.sum(axis=-1)
     q = _dual_exponent(p)
-    safe = np.where(big > 0, big, 1.0)
-    ratio = cp / safe[..., None]
-    return big * np.sum(ratio**q, axis=-1) ** (1.0 / q)
+    cp /= np.where(big > 0, big, 1.0)[..., None]  # scaled by the max: no overflow
+    return big * np.sum(_power(cp, q), axis=-1) ** (1.0 / q)
+
+
+def _power(t, e):
+    """t ** e elementwise, with the common small integer exponents as products."""
+    if e == 2.0:
+        return t * t
+    if e == 3.0:
+        return t * t * t
+    return t**e
 
 
 def beta_star(c, p: float) -> np.ndarray:
@@ -94,7 +102,7 @@ def beta_star(c, p: float) -> np.ndarray:
     q = _dual_exponent(p)
     nrm = latent_score(cp, p)
     safe = np.where(nrm > 0, nrm, 1.0)
-    out = (cp / safe[..., None]) ** (q - 1.0)
+    out = _power(cp / safe[..., None], q - 1.0)
     out[nrm <= 0] = 0.0
     return out
 
@@ -118,14 +126,17 @@ def _extend(X):
 
 
 def _class_scores(Xe, W, p):
-    """s(x, y) for all rows and classes, (n, c): one BLAS matmul per row chunk."""
+    """s(x, y) for all rows and classes, (n, c): one BLAS matmul per row chunk,
+    then the q-norm of the positive parts (numba loop over the result)."""
     n_classes, m, d1 = W.shape
     W2 = W.reshape(n_classes * m, d1)
+    p = float(p)
+    q = _dual_exponent(p)
     out = np.empty((Xe.shape[0], n_classes))
     step = max(1, _CHUNK_ELEMS // (n_classes * m))
     for lo in range(0, Xe.shape[0], step):
         Z = Xe[lo:lo + step] @ W2.T  # (rows, c*m): W_y x for every class
-        out[lo:lo + step] = latent_score(Z.reshape(-1, n_classes, m), p)
+        latent_scores_rows(Z, m, p, q, out[lo:lo + step])  # eq. 16 row by row
     return out
 
 
@@ -161,7 +172,14 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         sample and class; 2: weights proportional to positive model scores).
     lambda_ : float or None, default=None
         Regularisation lambda of eq. 9 (mean-loss scaling, as Pegasos).
-        None uses 1 / n_samples, the released code's default.
+        None uses 1 / n_samples, the released code's default, unless
+        ``lambda_grid`` is given.
+    lambda_grid : sequence of float or None, default=None
+        Multiples of 1 / n_samples among which lambda is chosen by
+        ``cv_folds``-fold stratified CV on the training data (ML3 §4: "each
+        training set is divided in five folds that are used to select the
+        regularization parameter").  Exclusive with ``lambda_``.
+    cv_folds : int, default=5
     n_iter : int, default=30
         CCCP iterations, one SGD epoch each (0 keeps the initial W^0).
     averaging : bool, default=True
@@ -179,6 +197,11 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     lambda_used_ : float
         The regularisation actually used (resolves ``lambda_=None``).
+    hinge_defined_ : bool
+        True for two classes, where ``decision_function`` = s(x, c1) - s(x, c0)
+        is the margin of eq. 9b; for more classes the scores s(x, y) >= 0 are
+        not one-vs-all margins, so the runner reports no hinge for them (the
+        eq. 9 loss is in ``fit_info_["history"]``).
     fit_info_ : dict
         ``timings`` (seconds: init, cccp, evaluation), ``history`` (one entry
         per CCCP iteration: iteration, objective = lambda/2 ||W||^2 + mean
@@ -187,10 +210,12 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
-                 n_init_epochs=1, random_state=None):
+                 n_init_epochs=1, lambda_grid=None, cv_folds=5, random_state=None):
         self.n_models = n_models
         self.p = p
         self.lambda_ = lambda_
+        self.lambda_grid = lambda_grid
+        self.cv_folds = cv_folds
         self.n_iter = n_iter
         self.averaging = averaging
         self.n_init_epochs = n_init_epochs
@@ -215,6 +240,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         if self.lambda_ is not None and (not isinstance(self.lambda_, numbers.Real)
                                          or not (0 < self.lambda_ < np.inf)):
             raise ValueError(f"lambda_ must be None or a positive number, got {self.lambda_!r}")
+        if self.lambda_grid is not None and self.lambda_ is not None:
+            raise ValueError("give lambda_ or lambda_grid, not both")
         if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
             raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
         if not isinstance(self.n_init_epochs, numbers.Integral) or self.n_init_epochs < 1:
@@ -242,7 +269,17 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         n, d1 = Xe.shape
         n_classes, m, p = classes.size, int(self.n_models), float(self.p)
         q = _dual_exponent(p)
-        lam = 1.0 / n if self.lambda_ is None else float(self.lambda_)
+        t_start = time.perf_counter()
+        cv_errors = None
+        if self.lambda_grid is not None:
+            grid = [g / n for g in self.lambda_grid]
+            params = {k: v for k, v in self.get_params().items()
+                      if k not in ("lambda_", "lambda_grid", "random_state")}
+            lam, cv_errors = select_lambda(X, y_enc, grid, folds=self.cv_folds,
+                                           random_state=self.random_state, **params)
+        else:
+            lam = 1.0 / n if self.lambda_ is None else float(self.lambda_)
+        t_cv = time.perf_counter() - t_start
         radius2 = 2.0 * n / lam  # ||W*||_F^2 <= 2n / lambda (ML3 §3)
         rng = check_random_state(self.random_state)
         xx = np.einsum("ij,ij->i", Xe, Xe)
@@ -311,8 +348,11 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
 
         self.W_ = W.copy()
         self.lambda_used_ = lam
+        self.hinge_defined_ = n_classes == 2
         self.fit_info_ = {
-            "timings": {"init": t_init, "cccp": t_cccp, "evaluation": t_eval},
+            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "evaluation": t_eval},
+            "selected": {"lambda": lam},
+            "cv_error": cv_errors,
             "history": history,
             "model_size": {"n_models": m, "n_params": int(W.size)},
         }
@@ -347,6 +387,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """arg max_y s(x, y) (ties: the first class)."""
+        check_is_fitted(self)
         return self.classes_[np.argmax(self._scores(X), axis=1)]
 
 
@@ -360,7 +401,8 @@ def select_lambda(X, y, grid, folds=5, random_state=None, **params):
     """
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     y = np.asarray(y)
-    cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=random_state)
+    folds_ok = min(folds, int(np.bincount(np.unique(y, return_inverse=True)[1]).min()))
+    cv = StratifiedKFold(n_splits=max(2, folds_ok), shuffle=True, random_state=random_state)
     splits = list(cv.split(X, y))
     errors = {}
     for lam in grid:

@@ -1,0 +1,42 @@
+"""The :class:`Dataset` record handed to the runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded, split and scaled dataset.
+
+    ``X_*`` are float64 C-contiguous arrays (``scipy.sparse.csr_matrix`` for sparse
+    specs); ``y_*`` are int64, {-1, +1} for ``task == "binary"`` and 0..C-1 for
+    ``"multiclass"``. ``classes[i]`` names encoded label i (binary: [negative, positive],
+    so ``classes[0]`` is -1). ``info`` is JSON-serialisable provenance: files and their
+    sha256, split protocol and seed, sizes, scaling, subsampling, notes and timings.
+    """
+
+    name: str
+    task: str
+    X_train: np.ndarray | sp.csr_matrix = field(repr=False)
+    y_train: np.ndarray = field(repr=False)
+    X_test: np.ndarray | sp.csr_matrix = field(repr=False)
+    y_test: np.ndarray = field(repr=False)
+    classes: list[str]
+    n_features: int
+    info: dict = field(repr=False)
+
+    @property
+    def n_train(self) -> int:
+        return self.X_train.shape[0]
+
+    @property
+    def n_test(self) -> int:
+        return self.X_test.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)

@@ -1,0 +1,227 @@
+"""Public entry points: ``load_dataset``, ``dataset_status`` and ``fetch_dataset``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from llc_bench.data.dataset import Dataset
+from llc_bench.data.fetch import (
+    Located,
+    data_home,
+    mirror_dirs,
+    places_looked,
+    resolve_source,
+    source_files,
+)
+from llc_bench.data.formats import labels_from_values
+from llc_bench.data.preprocess import build_coder, fit_standard, split_indices, subsample
+from llc_bench.data.reader import Part, read_source, validate_download
+from llc_bench.data.registry import resolve_spec
+from llc_bench.data.spec import DatasetSpec
+from llc_bench.data.synthetic import generate
+from llc_bench.errors import ConfigError, DatasetError
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def _read(spec: DatasetSpec, seed: int, home: Path, mirrors: list[Path], download: bool):
+    """Parts of the dataset (raw rows) and provenance for ``info``."""
+    if spec.kind == "synthetic":
+        X, y = generate(spec.generator, seed)
+        part = Part(X, *labels_from_values(y), [f"generator:{spec.generator.get('name')}"])
+        return {"all": part}, {"source": "generator", "generator": dict(spec.generator),
+                               "files": []}, None
+    if not spec.in_memory:  # never download it here; say what is missing, else refuse
+        resolve_source(spec, home, mirrors, download_ok=False)
+        raise DatasetError(f"dataset {spec.name!r} is too large to load into memory with "
+                           "load_dataset; it needs a streaming loader (not implemented yet); "
+                           "fetch_dataset / 'llc-bench datasets fetch' can still get its files")
+    source, located = resolve_source(spec, home, mirrors, download,
+                                     lambda entry, path: validate_download(spec, entry, path, home))
+    parts, records = read_source(spec, source, located, home)
+    return parts, {"source": source.id, "source_note": source.note, "files": records}, source
+
+
+def _encode(spec: DatasetSpec, parts: dict[str, Part]):
+    """Encode labels per part, drop the rows of ``labels.drop``; returns parts and the coder."""
+    seen = {n for p in parts.values() for n in p.label_names}
+    coder = build_coder(spec.task, spec.labels, seen)
+    encoded, dropped = {}, 0
+    for name, part in parts.items():
+        y, keep = coder.encode(part.label_names, part.label_codes, ", ".join(part.files))
+        X = part.X if keep.all() else part.X[keep]
+        dropped += int((~keep).sum())
+        encoded[name] = (X, y[keep])
+    present = np.unique(np.concatenate([y for _, y in encoded.values()]))
+    expected = spec.expected.classes
+    if expected is not None and len(present) != expected:
+        files = ", ".join(f for p in parts.values() for f in p.files)
+        raise DatasetError(f"{files}: {len(present)} classes after label mapping, the spec of "
+                           f"{spec.name!r} expects {expected}")
+    return encoded, coder, dropped
+
+
+def _split(spec: DatasetSpec, encoded: dict, seed: int):
+    split = spec.split
+    if split.protocol == "files":
+        if not {"train", "test"} <= set(encoded):
+            raise ConfigError(f"dataset {spec.name!r}: split protocol 'files' needs train and "
+                              f"test files (the source has: {', '.join(encoded)})")
+        (X_tr, y_tr), (X_te, y_te) = encoded["train"], encoded["test"]
+        if split.train_rows:
+            X_tr, y_tr = X_tr[slice(*split.train_rows)], y_tr[slice(*split.train_rows)]
+        if split.test_rows:
+            X_te, y_te = X_te[slice(*split.test_rows)], y_te[slice(*split.test_rows)]
+        return X_tr, y_tr, X_te, y_te
+    blocks = [encoded[p] for p in ("train", "test", "all") if p in encoded]
+    X = blocks[0][0] if len(blocks) == 1 else (
+        sp.vstack([b[0] for b in blocks], "csr") if sp.issparse(blocks[0][0])
+        else np.concatenate([b[0] for b in blocks]))
+    y = np.concatenate([b[1] for b in blocks])
+    train, test = split_indices(split, len(y), seed)
+    return X[train], y[train], X[test], y[test]
+
+
+def _as_float(X, sparse: bool, value_scale: float | None):
+    """float64 copy (C-contiguous array, or CSR when ``sparse``), times ``value_scale``."""
+    if sp.issparse(X) and sparse:
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sort_indices()
+        if value_scale is not None:
+            X.data *= value_scale
+        return X
+    X = X.toarray() if sp.issparse(X) else np.array(X, dtype=np.float64, order="C")
+    X = np.ascontiguousarray(X, dtype=np.float64)  # a fresh array: scaled in place
+    if value_scale is not None:
+        X *= value_scale
+    return X
+
+
+def _counts(y: np.ndarray, coder) -> dict[str, int]:
+    values = [-1, 1] if coder.task == "binary" else range(len(coder.classes))
+    return {name: int((y == v).sum()) for name, v in zip(coder.classes, values, strict=True)}
+
+
+def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
+                 mirrors: Iterable[str | Path] = (), download: bool = True) -> Dataset:
+    """Load, split and scale a dataset.
+
+    ``spec`` is a dataset name (a packaged ``conf/dataset/<name>.yaml``), the composed
+    ``cfg.dataset`` mapping, or a plain dict of the same schema. Files are looked up in
+    the data home, then the mirrors, then downloaded (unless ``download=False``).
+    """
+    spec, seed = resolve_spec(spec), _check_seed(seed)
+    home_dir, mirror_list = data_home(home), mirror_dirs(mirrors)
+    start = time.perf_counter()
+    parts, provenance, source = _read(spec, seed, home_dir, mirror_list, download)
+    encoded, coder, dropped = _encode(spec, parts)
+    loaded = time.perf_counter()
+
+    X_tr, y_tr, X_te, y_te = _split(spec, encoded, seed)
+    sizes_before = (len(y_tr), len(y_te))
+    keep_tr = subsample(len(y_tr), spec.max_train, seed, 1)
+    keep_te = subsample(len(y_te), spec.max_test, seed, 2)
+    if keep_tr is not None:
+        X_tr, y_tr = X_tr[keep_tr], y_tr[keep_tr]
+    if keep_te is not None:
+        X_te, y_te = X_te[keep_te], y_te[keep_te]
+    present = np.unique(y_tr)
+    if len(present) < 2:
+        only = [n for n, c in _counts(y_tr, coder).items() if c] or ["none"]
+        raise DatasetError(f"{', '.join(f for p in parts.values() for f in p.files)}: the "
+                           f"training split of {spec.name!r} has {len(present)} class "
+                           f"({only[0]!r}, {len(y_tr)} rows); a classifier needs two")
+    value_scale = source.value_scale if source is not None else None
+    X_tr, X_te = (_as_float(X, spec.sparse, value_scale) for X in (X_tr, X_te))
+    scaling = {"method": spec.scaling, "fitted_on": "train"}
+    if spec.scaling == "standard":
+        scaler = fit_standard(X_tr)
+        X_tr, X_te = scaler.transform(X_tr, copy=False), scaler.transform(X_te, copy=False)
+        scaling.update(centered=scaler.mean is not None, constant_features=scaler.constant)
+    done = time.perf_counter()
+
+    notes = list(spec.raw.get("notes") or [])
+    paper = spec.paper_sizes
+    if paper and (len(y_tr), len(y_te)) != (paper.get("train"), paper.get("test")):
+        notes.append(f"train/test sizes {len(y_tr)}/{len(y_te)} differ from the paper's "
+                     f"{paper.get('train')}/{paper.get('test')}")
+    info = {
+        "dataset": spec.name, "kind": spec.kind, "task": coder.task, **provenance,
+        "home": str(home_dir), "mirrors": [str(m) for m in mirror_list],
+        "labels": {"classes": coder.classes, "mapping": coder.value_of,
+                   "dropped": sorted(coder.drop), "dropped_rows": dropped},
+        "rows": {name: int(p.n_rows) for name, p in parts.items()},
+        "split": {**spec.split.describe(), "seed": seed, "stratified": False,
+                  "train": sizes_before[0], "test": sizes_before[1]},
+        "subsample": {"max_train": spec.max_train, "max_test": spec.max_test,
+                      "train": [sizes_before[0], len(y_tr)], "test": [sizes_before[1], len(y_te)],
+                      "streams": "default_rng([seed, 1]) / default_rng([seed, 2])"}
+        if keep_tr is not None or keep_te is not None else None,
+        "n_train": len(y_tr), "n_test": len(y_te), "n_features": int(X_tr.shape[1]),
+        "class_counts": {"train": _counts(y_tr, coder), "test": _counts(y_te, coder)},
+        "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)), "scaling": scaling,
+        "paper_sizes": dict(paper) if paper else None, "notes": notes,
+        "timings": {"load": loaded - start, "preprocess": done - loaded},
+    }
+    return Dataset(spec.name, coder.task, X_tr, y_tr.astype(np.int64), X_te,
+                   y_te.astype(np.int64), list(coder.classes), int(X_tr.shape[1]), info)
+
+
+def dataset_status(spec, home: str | Path | None = None,
+                   mirrors: Iterable[str | Path] = ()) -> dict:
+    """Offline availability of a dataset, without reading or downloading anything.
+
+    Returns ``{"name", "kind", "available", "source", "home", "mirrors", "places",
+    "sources": [{"id", "complete", "files": [{"role", "path", "found_in", "location",
+    "urls", "sha256"}]}], "missing": [...]}``; ``source`` is the source ``load_dataset``
+    would use offline and ``missing`` lists the relative paths absent for the first source.
+    """
+    spec = resolve_spec(spec)
+    home_dir, mirror_list = data_home(home), mirror_dirs(mirrors)
+    sources = []
+    for source in spec.sources:
+        found = source_files(source, home_dir, mirror_list)
+        files = [{"role": e.role, "path": e.path, "found_in": w.found_in if w else None,
+                  "location": str(w.path) if w else None, "urls": list(e.urls),
+                  "sha256": e.sha256} for e, w in found.items()]
+        sources.append({"id": source.id, "note": source.note,
+                        "complete": all(found.values()), "files": files})
+    complete = [s["id"] for s in sources if s["complete"]]
+    missing = [f["path"] for f in sources[0]["files"] if f["found_in"] is None] if sources else []
+    return {"name": spec.name, "kind": spec.kind, "task": spec.task,
+            "available": spec.kind == "synthetic" or bool(complete),
+            "source": "generator" if spec.kind == "synthetic" else (complete or [None])[0],
+            "home": str(home_dir), "mirrors": [str(m) for m in mirror_list],
+            "places": places_looked(home_dir, mirror_list), "sources": sources,
+            "missing": [] if complete or spec.kind == "synthetic" else missing,
+            "homepage": spec.homepage, "in_memory": spec.in_memory}
+
+
+def fetch_dataset(spec, home: str | Path | None = None, mirrors: Iterable[str | Path] = (),
+                  download: bool = True) -> dict[str, list[Path]]:
+    """Make a dataset available: resolve (and download what is missing) its files.
+
+    Returns role -> file paths of the source that will be used (``{}`` for synthetic
+    data). Downloads land in the data home and are checked (sha256, else parsed shape)
+    before they get their final name. Raises a one-line ``DatasetError`` if impossible.
+    """
+    spec = resolve_spec(spec)
+    if spec.kind == "synthetic":
+        return {}
+    home_dir, mirror_list = data_home(home), mirror_dirs(mirrors)
+    _, located = resolve_source(spec, home_dir, mirror_list, download,
+                                lambda entry, path: validate_download(spec, entry, path, home_dir))
+    paths: dict[str, list[Path]] = {}
+    for where in located.values():
+        assert isinstance(where, Located)
+        paths.setdefault(where.entry.role, []).append(where.path)
+    return paths

@@ -1,0 +1,200 @@
+"""Reading a source's files into parts (train / test / all), checked against the spec.
+
+Per file: parse (or take the parsed-array cache), apply the source's ``relabel`` map, and
+check for NaN/inf, the feature count and unknown labels. Per part: row counts and label
+counts. Every problem is a one-line ``DatasetError`` naming the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from llc_bench.data.cache import cache_key, cache_path, load_cached, store
+from llc_bench.data.fetch import Located, sha256_of
+from llc_bench.data.formats import Parsed, parse_file
+from llc_bench.data.spec import DatasetSpec, FileEntry, Source
+from llc_bench.errors import DatasetError
+
+
+@dataclass
+class Part:
+    """Rows of one part with raw (relabelled) label names."""
+
+    X: np.ndarray | sp.csr_matrix
+    label_names: list[str]
+    label_codes: np.ndarray
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def n_rows(self) -> int:
+        return self.X.shape[0]
+
+    def label_counts(self) -> dict[str, int]:
+        counts = np.bincount(self.label_codes, minlength=len(self.label_names))
+        return {n: int(c) for n, c in zip(self.label_names, counts, strict=True) if c}
+
+
+def known_labels(spec: DatasetSpec) -> set[str] | None:
+    """Every raw label the spec accepts, or None when the spec leaves labels open."""
+    labels = spec.labels
+    named = (labels.positive or ()) + (labels.negative or ()) if spec.task == "binary" \
+        else labels.order or ()
+    if spec.task == "auto" or not named or (spec.task == "binary" and not labels.negative):
+        return None
+    return set(named) | set(labels.drop)
+
+
+def relabel(parsed: Parsed, mapping) -> Parsed:
+    """Rename raw labels (e.g. LIBSVM's 1..10 to USPS digits 0..9), merging duplicates."""
+    if parsed.label_names is None or not mapping:
+        return parsed
+    renamed = [mapping.get(n, n) for n in parsed.label_names]
+    merged, remap = np.unique(np.asarray(renamed, dtype=str), return_inverse=True)
+    return Parsed(parsed.X, [str(n) for n in merged], remap.astype(np.int32)[parsed.label_codes])
+
+
+def _first_bad(X) -> tuple[int, int] | None:
+    if sp.issparse(X):
+        if X.data.dtype.kind != "f" or np.isfinite(X.data).all():
+            return None
+        position = int(np.argmax(~np.isfinite(X.data)))
+        return int(np.searchsorted(X.indptr, position, side="right") - 1), int(X.indices[position])
+    if X.dtype.kind != "f" or np.isfinite(X).all():
+        return None
+    row, col = np.argwhere(~np.isfinite(X))[0]
+    return int(row), int(col)
+
+
+def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
+    """NaN/inf, feature count and unknown labels of one parsed (relabelled) file."""
+    if parsed.X is not None:
+        bad = _first_bad(parsed.X)
+        if bad is not None:
+            raise DatasetError(f"{path}: NaN/inf value at row {bad[0] + 1}, column {bad[1] + 1}")
+        expected = spec.expected.features
+        if expected is not None and parsed.X.shape[1] != expected:
+            raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the spec of "
+                               f"{spec.name!r} expects {expected}")
+    known = known_labels(spec)
+    if parsed.label_names is not None and known is not None:
+        unknown = [n for n in parsed.label_names if n not in known]
+        if unknown:
+            counts = np.bincount(parsed.label_codes, minlength=len(parsed.label_names))
+            detail = ", ".join(f"{n!r} ({counts[parsed.label_names.index(n)]} rows)"
+                               for n in unknown[:5])
+            raise DatasetError(f"{path}: unknown label {detail}; the spec of {spec.name!r} "
+                               f"expects {', '.join(map(repr, sorted(known)))}")
+
+
+def read_file(spec: DatasetSpec, source: Source, entry: FileEntry, path: Path,
+              home: Path) -> tuple[Parsed, str]:
+    """Parsed, relabelled and checked content of one file; second item: cache hit/miss."""
+    n_features = spec.expected.features
+    key = cache_key(sha256_of(path), entry.format, entry.options, entry.kind, n_features)
+    where = cache_path(home, entry.path, key)
+    parsed, status = load_cached(where), "hit"
+    if parsed is None or (parsed.X is None) != (entry.kind == "y"):
+        parsed = parse_file(path, entry.format, entry.options, entry.kind, n_features)
+        status = "miss" if store(where, parsed) else "miss (home not writable, not cached)"
+    parsed = relabel(parsed, source.relabel)
+    check_file(spec, path, parsed)
+    return parsed, status
+
+
+def _widen(X, width: int) -> sp.csr_matrix:
+    """The same rows as a CSR matrix with ``width`` columns (extra columns are empty)."""
+    X = sp.csr_matrix(X)
+    return sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], width))
+
+
+def _stack(blocks: list):
+    if len(blocks) == 1:
+        return blocks[0]
+    if any(sp.issparse(b) for b in blocks):
+        width = max(b.shape[1] for b in blocks)
+        return sp.vstack([_widen(b, width) for b in blocks], "csr")
+    return np.concatenate(blocks)
+
+
+def merge_labels(items: list[tuple[list[str], np.ndarray]]) -> tuple[list[str], np.ndarray]:
+    """One name list and concatenated codes for several label blocks."""
+    names = sorted({n for item_names, _ in items for n in item_names})
+    index = {n: i for i, n in enumerate(names)}
+    codes = [np.array([index[n] for n in item_names], np.int32)[item_codes]
+             for item_names, item_codes in items if len(item_codes)]
+    return names, np.concatenate(codes) if codes else np.zeros(0, np.int32)
+
+
+def _check_counts(spec: DatasetSpec, name: str, where: str, rows: int,
+                  counts: dict[str, int]) -> None:
+    expected_rows = spec.expected.rows.get(name)
+    if expected_rows is not None and rows != expected_rows:
+        raise DatasetError(f"{where}: {rows} rows, the spec of {spec.name!r} expects "
+                           f"{expected_rows} ({name})")
+    expected_counts = spec.expected.label_counts.get(name)
+    if expected_counts is not None and counts != expected_counts:
+        raise DatasetError(f"{where}: label counts {counts}, the spec of {spec.name!r} "
+                           f"expects {dict(expected_counts)} ({name})")
+
+
+def assemble(spec: DatasetSpec, name: str, files: list[tuple[FileEntry, Path, Parsed]]) -> Part:
+    """One part from its files: stacked rows (xy files) or features + labels (x/y files)."""
+    paths = [str(path) for _, path, _ in files]
+    xs = [p.X for e, _, p in files if e.kind in ("xy", "x")]
+    ys = [(p.label_names, p.label_codes) for e, _, p in files if e.kind in ("xy", "y")]
+    X = _stack(xs)
+    label_names, label_codes = merge_labels(ys)
+    if X.shape[0] != len(label_codes):
+        raise DatasetError(f"{', '.join(paths)}: {X.shape[0]} feature rows but "
+                           f"{len(label_codes)} labels ({name})")
+    part = Part(X, label_names, label_codes, paths)
+    _check_counts(spec, name, ", ".join(paths), part.n_rows, part.label_counts())
+    return part
+
+
+def _align_widths(spec: DatasetSpec, parts: dict[str, Part]) -> None:
+    """Pad sparse parts to a common width (svmlight without a stated feature count)."""
+    widths = {name: p.X.shape[1] for name, p in parts.items()}
+    width = max(widths.values())
+    for name, part in parts.items():
+        if widths[name] == width:
+            continue
+        if not sp.issparse(part.X):
+            raise DatasetError(f"{', '.join(part.files)}: {widths[name]} features but the other "
+                               f"files of {spec.name!r} have {width}")
+        part.X = _widen(part.X, width)
+
+
+def read_source(spec: DatasetSpec, source: Source, located: dict[FileEntry, Located],
+                home: Path) -> tuple[dict[str, Part], list[dict]]:
+    """All parts of a resolved source and the provenance record of each file."""
+    parts, records = {}, []
+    for name in source.parts:
+        files = []
+        for entry in (e for e in source.files if e.part == name):
+            where = located[entry]
+            parsed, status = read_file(spec, source, entry, where.path, home)
+            files.append((entry, where.path, parsed))
+            records.append({**where.describe(), "cache": status})
+        parts[name] = assemble(spec, name, files)
+    _align_widths(spec, parts)
+    if "all" not in parts:  # "all" = every row of the source, e.g. train + test files
+        totals: dict[str, int] = {}
+        for part in parts.values():
+            for label, count in part.label_counts().items():
+                totals[label] = totals.get(label, 0) + count
+        _check_counts(spec, "all", ", ".join(f for p in parts.values() for f in p.files),
+                      sum(p.n_rows for p in parts.values()), totals)
+    return parts, records
+
+
+def validate_download(spec: DatasetSpec, entry: FileEntry, path: Path, home: Path) -> None:
+    """Parse check of a downloaded file whose sha256 is unknown (raises DatasetError)."""
+    source = next(s for s in spec.sources if any(e is entry for e in s.files))
+    parsed, _ = read_file(spec, source, entry, path, home)
+    if entry.kind == "xy" and sum(e.part == entry.part for e in source.files) == 1:
+        assemble(spec, entry.part, [(entry, path, parsed)])

@@ -1,0 +1,470 @@
+"""LL-SVM and LCC+SVM as scikit-learn estimators.
+
+``LLSVMClassifier`` — locally linear SVM (Ladický & Torr, ICML 2011):
+f(x) = γ(x)ᵀ W x + γ(x)ᵀ b (eq. 8), anchors by k-means, inverse-distance coding
+over the k nearest anchors, W, b initialised by LIBLINEAR on Kronecker features
+(LLC-SAPL eq. 20) and refined by SGD (Alg. 1, DESIGN §4/§6).
+
+``LCCSVMClassifier`` — LCC+SVM (Yu et al. 2009 as run by LLC-SAPL): a linear
+SVM on the local coordinates, f(x) = bᵀγ(x) (LL-SVM eq. 15, W = 0), with the
+localized soft-assignment coding (LLC-SAPL eq. 2).  It is the same estimator as
+``LLSVMClassifier(use_W=False, coding="soft_knn")``.
+
+Released-code choices (DESIGN §7) are options: ``coding="soft_knn"`` with a
+numeric ``beta`` (the Gaussian exp(-c||x - v||²) over the k nearest),
+``anchor_method="random_per_class"``, ``lambda_=1e-5, t0=100, skip=200,
+bias_scale=0`` (frozen bias).
+
+Multi-class: one-vs-all, one shared set of anchors and one code per sample
+(LLC-SAPL eq. 21); W_ has shape (C, m, D) and b_ (C, m), with C = 1 (positive
+class ``classes_[1]``) for binary problems.
+
+After ``fit``: ``anchors_`` (m, D), ``W_``, ``b_``, ``classes_``, ``coding_``
+(the fitted coding object; ``coding_.beta_`` for soft_knn), ``n_features_in_``
+and ``fit_info_`` = {"timings", "history", "model_size", "anchors", "coding",
+"init", "sgd"} (see :meth:`LLSVMClassifier.fit`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..coding.anchors import ANCHOR_METHODS, fit_anchors
+from ..coding.local import CODINGS, LocalCode, make_coding, row_sq_norms
+from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
+from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
+
+#: Rows × (anchors + outputs) per chunk of the prediction GEMM.
+_PREDICT_CHUNK_ENTRIES = 1 << 22
+
+
+class _LocalSVMBase(ClassifierMixin, BaseEstimator):
+    """Shared fit/predict; the subclasses differ in their defaults only."""
+
+    # ---------------------------------------------------------------- helpers
+    def _coding_options(self) -> dict:
+        if self.coding == "soft_knn":
+            return {"beta": self.beta}
+        if self.coding == "inverse_distance":
+            return {"power": self.power}
+        return {}
+
+    def _check_params(self):
+        def _int(name, lo):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+
+        _int("n_anchors", 1)
+        _int("k", 1)
+        _int("epochs", 0)
+        if not (isinstance(self.lambda_, numbers.Real) and self.lambda_ > 0):
+            raise ValueError(f"lambda_ must be > 0, got {self.lambda_!r}")
+        if self.coding not in CODINGS:
+            raise ValueError(f"coding must be one of {sorted(CODINGS)}, got {self.coding!r}")
+        if self.anchor_method not in ANCHOR_METHODS:
+            raise ValueError(
+                f"anchor_method must be one of {ANCHOR_METHODS}, got {self.anchor_method!r}"
+            )
+        beta = self.beta
+        if not (beta == "auto" or (isinstance(beta, numbers.Real) and beta > 0)):
+            raise ValueError(f"beta must be 'auto' or > 0, got {beta!r}")
+        if self.init not in ("liblinear", "zeros"):
+            raise ValueError(f"init must be 'liblinear' or 'zeros', got {self.init!r}")
+        if self.skip is not None:
+            _int("skip", 1)
+        t0 = self.t0
+        if not (t0 is None or t0 == "calibrate" or (isinstance(t0, numbers.Real) and t0 > 0)):
+            raise ValueError(f"t0 must be None, 'calibrate' or > 0, got {t0!r}")
+        bs = self.bias_scale
+        if not (bs == "auto" or (isinstance(bs, numbers.Real) and bs >= 0)):
+            raise ValueError(f"bias_scale must be 'auto' or a number >= 0, got {bs!r}")
+
+    @staticmethod
+    def _prepare_X(X):
+        if sp.issparse(X):
+            X = X.tocsr()
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+        return X
+
+    def _encode(self, X) -> LocalCode:
+        return self.coding_.encode(X, self.anchors_)
+
+    # -------------------------------------------------------------------- fit
+    def fit(self, X, y, eval_set=None):
+        """Fit anchors, coding, LIBLINEAR init and SGD epochs.
+
+        ``eval_set=(X_test, y_test)`` adds test accuracy to the per-epoch history
+        (the test codes are computed once; nothing is tuned on them).
+
+        ``fit_info_``:
+          timings: seconds for "anchors", "encode" (training codes), "init",
+            "sgd", "history" (evaluation for the history, not part of training),
+            "total" (without history);
+          history: one entry per epoch, epoch 0 = after the init: "epoch",
+            "objective" (λ/2 Σ_c||θ_c||² + 1/N Σ_n Σ_c hinge, θ = W, or b for
+            LCC+SVM), "train_accuracy", "train_hinge", "test_accuracy" (eval_set);
+          model_size: n_anchors, k, n_outputs, n_features, n_parameters;
+          anchors / coding / init / sgd: the settings actually used (effective m,
+            β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
+          notes: human-readable remarks (init subsample, capped m or k).
+        """
+        self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        X = self._prepare_X(X)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        n_classes = len(self.classes_)
+        if n_classes < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
+                f"({self.classes_[0]!r})"
+            )
+        n, D = X.shape
+        rs = check_random_state(self.random_state)
+        seed_anchor, seed_coding, seed_init, seed_sgd = rs.randint(0, 2**31 - 1, size=4)
+        use_W = bool(self.use_W)
+        self._use_W_fit = use_W  # what predict uses, whatever set_params does later
+        timings: dict = {}
+        info: dict = {}
+
+        t = time.perf_counter()
+        self.anchors_, info["anchors"] = fit_anchors(
+            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=int(seed_anchor)
+        )
+        timings["anchors"] = time.perf_counter() - t
+        m = self.anchors_.shape[0]
+        k = min(self.k, m)
+
+        t = time.perf_counter()
+        self.coding_ = make_coding(self.coding, k=k, **self._coding_options())
+        self.coding_.fit(X, self.anchors_, random_state=int(seed_coding))
+        code = self._encode(X)
+        timings["encode"] = time.perf_counter() - t
+        info["coding"] = self.coding_.params()
+
+        Y = labels_matrix(y_idx, n_classes)
+        n_out = Y.shape[1]
+        t = time.perf_counter()
+        if self.init == "liblinear":
+            W, b, info["init"] = liblinear_init(
+                X,
+                code,
+                y_idx,
+                n_classes,
+                m,
+                float(self.lambda_),
+                use_W=use_W,
+                max_nnz=int(self.max_nnz),
+                random_state=int(seed_init),
+            )
+        else:
+            W, b = np.zeros((n_out, m, D)), np.zeros((n_out, m))
+            info["init"] = {"method": "zeros"}
+        timings["init"] = time.perf_counter() - t
+
+        # ------------------------------------------------ per-epoch history
+        history: list = []
+        hist_time = [0.0]
+        test = None
+        if self.history and eval_set is not None:
+            Xt, yt = eval_set
+            Xt = self._prepare_X(
+                validate_data(
+                    self, Xt, accept_sparse="csr", dtype=np.float64, order="C", reset=False
+                )
+            )
+            test = (Xt, np.asarray(yt), self._encode(Xt))
+        lam = float(self.lambda_)
+
+        def record(epoch, W, b):
+            t_rec = time.perf_counter()
+            F = decision_from_codes(X, code, W, b, use_W)
+            hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
+            theta = W if use_W else b
+            entry = {
+                "epoch": epoch,
+                "objective": float(0.5 * lam * np.dot(theta.ravel(), theta.ravel()) + hinge),
+                "train_hinge": float(hinge),
+                "train_accuracy": float(np.mean(self._labels_from_scores(F) == y)),
+            }
+            if test is not None:
+                Ft = decision_from_codes(test[0], test[2], W, b, use_W)
+                entry["test_accuracy"] = float(np.mean(self._labels_from_scores(Ft) == test[1]))
+            history.append(entry)
+            hist_time[0] += time.perf_counter() - t_rec
+
+        if self.history:
+            record(0, W, b)
+
+        t = time.perf_counter()
+        W, b, info["sgd"] = train_llc_sgd(
+            X,
+            Y,
+            code,
+            W,
+            b,
+            lambda_=lam,
+            epochs=int(self.epochs),
+            t0=self.t0,
+            bias_scale=self.bias_scale,
+            skip=self.skip,
+            use_W=use_W,
+            random_state=int(seed_sgd),
+            callback=record if self.history else None,
+        )
+        timings["sgd"] = time.perf_counter() - t - hist_time[0]
+        timings["history"] = hist_time[0]
+        timings["total"] = sum(timings[s] for s in ("anchors", "encode", "init", "sgd"))
+        self.W_ = W
+        self.b_ = b
+        n_params = n_out * m * (D + 1) if use_W else n_out * m
+        notes = []
+        if m < self.n_anchors:
+            notes.append(f"n_anchors capped at the {n} training rows: m = {m}")
+        if k < self.k:
+            notes.append(f"k capped at m = {m}")
+        init_info = info["init"]
+        if init_info.get("subsampled"):
+            notes.append(
+                f"LIBLINEAR init on a seeded class-stratified subsample of "
+                f"{init_info['n_rows']} of {init_info['of_rows']} rows "
+                f"(z would hold {init_info['estimated_nnz']} > max_nnz = {init_info['max_nnz']} "
+                f"entries)"
+            )
+        self.fit_info_ = {
+            "notes": notes,
+            "timings": timings,
+            "history": history,
+            "model_size": {
+                "n_anchors": int(m),
+                "k": int(k),
+                "n_outputs": int(n_out),
+                "n_features": int(D),
+                "n_parameters": int(n_params),
+                "n_anchor_values": int(m * D),
+            },
+            **info,
+        }
+        return self
+
+    # ---------------------------------------------------------------- predict
+    def _labels_from_scores(self, F):
+        if F.shape[1] == 1:
+            return self.classes_[(F[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(F, axis=1)]
+
+    def _scores(self, X, timings: dict | None = None) -> np.ndarray:
+        """(n, n_out) decision values: one GEMM of X against [anchors; W] per chunk."""
+        V = self.anchors_
+        m, D = V.shape
+        n_out = self.b_.shape[0]
+        use_W = self._use_W_fit
+        stacked = np.vstack([V, self.W_.reshape(n_out * m, D)]) if use_W else V
+        vv = np.einsum("ij,ij->i", V, V)
+        n = X.shape[0]
+        out = np.empty((n, n_out))
+        chunk = max(1, _PREDICT_CHUNK_ENTRIES // stacked.shape[0])
+        t_enc = t_dec = 0.0
+        k = self.coding_.k
+        for start in range(0, n, chunk):  # chunks of rows; each is one BLAS GEMM
+            t = time.perf_counter()
+            Xc = X[start : start + chunk]
+            G = np.asarray(Xc @ stacked.T)
+            xx = row_sq_norms(Xc)
+            D2 = xx[:, None] - 2.0 * G[:, :m] + vv[None, :]
+            if k < m:
+                idx = np.sort(np.argpartition(D2, k - 1, axis=1)[:, :k], axis=1)
+            else:
+                idx = np.broadcast_to(np.arange(m), D2.shape).copy()
+            d = np.maximum(np.take_along_axis(D2, idx, axis=1), 0.0)
+            gam = self.coding_.weights_from_sq_distances(d, xx[:, None] + vv[idx])
+            t_enc += time.perf_counter() - t
+            t = time.perf_counter()
+            # f_c = Σ_a γ_a (W_c[j_a]·x + b_c[j_a])   (eq. 8), gathered from the GEMM
+            H = self.b_[:, idx].transpose(1, 0, 2)  # (nc, n_out, k)
+            if use_W:
+                P = G[:, m:].reshape(-1, n_out, m)
+                H = H + np.take_along_axis(P, idx[:, None, :], axis=2)
+            out[start : start + Xc.shape[0]] = np.einsum("nck,nk->nc", H, gam)
+            t_dec += time.perf_counter() - t
+        if timings is not None:
+            timings["encode"] = timings.get("encode", 0.0) + t_enc
+            timings["decision"] = timings.get("decision", 0.0) + t_dec
+        return out
+
+    def _validate_predict_X(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
+        return self._prepare_X(X)
+
+    def decision_function(self, X):
+        """Shape (n,) for binary problems (positive = ``classes_[1]``), (n, C) otherwise."""
+        F = self._scores(self._validate_predict_X(X))
+        return F[:, 0] if F.shape[1] == 1 else F
+
+    def predict(self, X):
+        return self._labels_from_scores(self._scores(self._validate_predict_X(X)))
+
+    def predict_timed(self, X):
+        """``(labels, timings)`` with seconds for "validate", "encode" (distance part of
+        the GEMM, k-NN, weights), "decision" (gather, weighting), "total", "per_sample"."""
+        timings: dict = {}
+        t0 = time.perf_counter()
+        Xv = self._validate_predict_X(X)
+        timings["validate"] = time.perf_counter() - t0
+        labels = self._labels_from_scores(self._scores(Xv, timings))
+        timings["total"] = time.perf_counter() - t0
+        timings["per_sample"] = timings["total"] / max(Xv.shape[0], 1)
+        return labels, timings
+
+    def __sklearn_is_fitted__(self):
+        # the parameter ``lambda_`` ends in "_", which would fool check_is_fitted's default
+        return hasattr(self, "W_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class LLSVMClassifier(_LocalSVMBase):
+    """Locally linear SVM (Ladický & Torr 2011).
+
+    Parameters
+    ----------
+    n_anchors : int, default 100
+        m, the number of anchors (capped at the number of training rows).
+    k : int, default 8
+        Active (nearest) anchors per sample.
+    coding : {"inverse_distance", "soft_knn"}, default "inverse_distance"
+        Local coding: the paper's inverse distance, or the Gaussian/soft
+        assignment exp(-β d²) over the k nearest (the released code's coding).
+    beta : float or "auto", default "auto"
+        β of ``soft_knn`` (see ``llc_bench.coding.local`` for "auto").
+    power : float, default 1.0
+        Exponent p of ``inverse_distance`` weights 1/||x - v||^p (2 = the
+        released code's variant).
+    anchor_method : {"kmeans", "random_per_class"}, default "kmeans"
+        k-means anchors (the paper), or random training points per class (the
+        released code).
+    lambda_ : float, default 1e-4
+        λ of the objective λ/2||W||² + mean hinge (eq. 9); LIBLINEAR init C = 1/(λN).
+    epochs : int, default 10
+        SGD passes over the training set (0 = LIBLINEAR init only).
+    t0 : float, None or "calibrate", default None
+        Rate offset in η_t = 1/(λ(t + t0)); None = λ^(-3/4) (SVMSGD2, which
+        assumes ||x|| ≈ 1); "calibrate" = sgd-2's determineEta0 on 1000 training
+        rows (see ``llc_sgd.calibrate_t0``).
+    bias_scale : float or "auto", default "auto"
+        Multiplier of the bias learning rate; "auto" = half the largest mean
+        |x_j| (SVMSGD2); 0 freezes b (the released code).
+    skip : int or None, default None
+        Steps between two weight decays; None = 16 dense, 16·D/avg_nnz sparse.
+    init : {"liblinear", "zeros"}, default "liblinear"
+        W, b from LIBLINEAR on Kronecker features, or zeros.
+    use_W : bool, default True
+        False = LCC+SVM (W stays 0, only b is learned and decayed): the same
+        estimator as :class:`LCCSVMClassifier`, so ``trainer=llc_sgd`` can map to
+        one class.
+    max_nnz : int, default 50_000_000
+        Cap on the stored entries of the Kronecker matrix for the init; above
+        it a seeded class-stratified subsample is used (reported in fit_info_).
+    history : bool, default True
+        Record objective / accuracies after the init and every epoch.
+    random_state : int, RandomState or None
+        Seeds k-means, the β subsample, the init subsample and the SGD order.
+    """
+
+    def __init__(
+        self,
+        n_anchors=100,
+        k=8,
+        coding="inverse_distance",
+        beta="auto",
+        power=1.0,
+        anchor_method="kmeans",
+        lambda_=1e-4,
+        epochs=10,
+        t0=None,
+        bias_scale="auto",
+        skip=None,
+        init="liblinear",
+        use_W=True,
+        max_nnz=DEFAULT_MAX_NNZ,
+        history=True,
+        random_state=None,
+    ):
+        self.n_anchors = n_anchors
+        self.k = k
+        self.coding = coding
+        self.beta = beta
+        self.power = power
+        self.anchor_method = anchor_method
+        self.lambda_ = lambda_
+        self.epochs = epochs
+        self.t0 = t0
+        self.bias_scale = bias_scale
+        self.skip = skip
+        self.init = init
+        self.use_W = use_W
+        self.max_nnz = max_nnz
+        self.history = history
+        self.random_state = random_state
+
+
+class LCCSVMClassifier(_LocalSVMBase):
+    """LCC+SVM: a linear SVM on the local coordinates, f(x) = bᵀγ(x) (W fixed at 0).
+
+    Same parameters as :class:`LLSVMClassifier`; the defaults differ:
+    coding "soft_knn" (LLC-SAPL eq. 2) and ``use_W=False``.  Here b is the weight
+    vector: it is regularised (the skip decay applies to b) and ``bias_scale``
+    "auto" means 1, i.e. b moves with the plain rate η_t.  The LIBLINEAR init is
+    a linear SVM on γ(x) alone (LLC-SAPL §3.3).
+    """
+
+    def __init__(
+        self,
+        n_anchors=100,
+        k=8,
+        coding="soft_knn",
+        beta="auto",
+        power=1.0,
+        anchor_method="kmeans",
+        lambda_=1e-4,
+        epochs=10,
+        t0=None,
+        bias_scale="auto",
+        skip=None,
+        init="liblinear",
+        use_W=False,
+        max_nnz=DEFAULT_MAX_NNZ,
+        history=True,
+        random_state=None,
+    ):
+        self.n_anchors = n_anchors
+        self.k = k
+        self.coding = coding
+        self.beta = beta
+        self.power = power
+        self.anchor_method = anchor_method
+        self.lambda_ = lambda_
+        self.epochs = epochs
+        self.t0 = t0
+        self.bias_scale = bias_scale
+        self.skip = skip
+        self.init = init
+        self.use_W = use_W
+        self.max_nnz = max_nnz
+        self.history = history
+        self.random_state = random_state

@@ -1,0 +1,53 @@
+"""The runner in-process: estimator construction, records, interruption."""
+
+import pytest
+from conftest import compose_run
+
+from llc_bench.errors import ConfigError
+from llc_bench.experiment import runner
+from llc_bench.experiment.results import ResultsStore
+from llc_bench.models.kernel import KernelSVMClassifier
+from llc_bench.models.linear import LinearSVMClassifier
+
+
+def test_build_estimator_maps_the_config_to_constructor_arguments(tmp_path):
+    est = runner.build_estimator(compose_run("trainer.C=2.5", "seed=4", tmp_path=tmp_path))
+    assert isinstance(est, LinearSVMClassifier)
+    assert est.get_params()["C"] == 2.5 and est.random_state == 4
+    assert isinstance(est.C_grid, tuple)
+    cs = runner.build_estimator(compose_run("model=linear_cs", tmp_path=tmp_path))
+    assert cs.solver == "crammer_singer"
+    kernel = runner.build_estimator(compose_run("model=kernel", tmp_path=tmp_path))
+    assert isinstance(kernel, KernelSVMClassifier)
+
+
+def test_unknown_parameter_and_trainer_are_config_errors(tmp_path):
+    cfg = compose_run(tmp_path=tmp_path)
+    cfg["trainer"]["epochs"] = 3
+    with pytest.raises(ConfigError, match="trainer.epochs"):
+        runner.build_estimator(cfg)
+    cfg["trainer"] = {"name": "nope"}
+    with pytest.raises(ConfigError, match="trainer.name='nope'"):
+        runner.build_estimator(cfg)
+
+
+def test_interrupted_run_leaves_no_record(tmp_path, monkeypatch):
+    cfg = compose_run("trainer.C=1.0", tmp_path=tmp_path)
+
+    class Interrupted(LinearSVMClassifier):
+        def fit(self, X, y, eval_set=None):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "build_estimator", lambda config: Interrupted(C=1.0))
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(cfg, echo=lambda line: None)
+    assert list(ResultsStore(tmp_path / "results").records()) == []
+
+
+def test_record_contents_and_determinism(tmp_path):
+    cfg = compose_run("trainer.C=1.0", "seed=3", tmp_path=tmp_path)
+    first = runner.run_experiment(cfg, echo=lambda line: None)
+    second = runner.run_experiment({**cfg, "force": True}, echo=lambda line: None)
+    assert first["metrics"] == second["metrics"]
+    assert first["seed"] == 3 and first["model"] == "linear" and first["dataset"] == "banana"
+    assert 0.0 <= first["metrics"]["test_hinge"] and first["model_size"]["n_weights"] == 3
