@@ -8,7 +8,7 @@ from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models.kernel import KernelSVMClassifier
-from llc_bench.models.liblinear_fit import _libc
+from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
 
 
@@ -27,13 +27,14 @@ def test_linear_decisions_match_liblinear(solver, flag, n_classes, first_label):
     X[0] += 0.0
     y[0] = first_label  # LIBLINEAR orients a binary model by the first row's label
     model = LinearSVMClassifier(C=0.5, solver=solver, random_state=0).fit(X, y)
-    _libc.srand(0)  # the same shuffling seed as our wrapper: the two fits must agree exactly
-    ref = ll_train(y.astype(float), sp.csr_matrix(X), f"-s {flag} -c 0.5 -B 1 -q")
-    ref_labels, _, ref_values = ll_predict(y.astype(float), sp.csr_matrix(X), ref, "-q")
+    seed_liblinear(0)  # the same shuffling seed as our wrapper: the two fits must agree exactly
+    y_ref = np.where(y == 1, 1.0, -1.0) if n_classes == 2 else y.astype(float)
+    ref = ll_train(y_ref, sp.csr_matrix(X), f"-s {flag} -c 0.5 -B 1 -q")
+    ref_labels, _, ref_values = ll_predict(y_ref, sp.csr_matrix(X), ref, "-q")
     ours = model.decision_function(X)
-    np.testing.assert_array_equal(model.predict(X), np.asarray(ref_labels).astype(int))
+    np.testing.assert_array_equal(model.predict(X), np.maximum(ref_labels, 0).astype(int))
     ref_values = np.asarray(ref_values)
-    order = [int(label) for label in ref.get_labels()]
+    order = [max(int(label), 0) for label in ref.get_labels()]  # -1 is our class 0
     if ours.ndim == 1 and flag == 4:  # LIBLINEAR reports one of the two class scores
         return
     if ours.ndim == 1:  # LIBLINEAR's single value scores get_labels()[0]

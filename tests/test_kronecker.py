@@ -11,11 +11,10 @@ from llc_bench.models.kronecker import (
     init_subsample,
     kronecker_memory,
     kronecker_nnz,
-    liblinear_fit,
     liblinear_init,
-    seed_liblinear,
     split_weights,
 )
+from llc_bench.models.liblinear_fit import fit_liblinear, seed_liblinear
 
 
 def _toy(n=40, D=3, m=5, k=2, seed=0, sparse=False):
@@ -89,7 +88,9 @@ def test_liblinear_weights_reproduce_liblinear_decisions(first_class):
     V = rng.normal(size=(6, 4))
     code = SoftKNNCoding(k=3, beta=0.5).encode(X, V)
     Z = build_kronecker(X, code, 6)
-    Wz, model = liblinear_fit(Z, y_idx, 2, C=0.8)
+    Wz = np.atleast_2d(fit_liblinear(Z, y_idx, C=0.8, bias=0, seed=1)[0])
+    seed_liblinear(1)  # LIBLINEAR on its own, same problem and shuffling seed
+    model = train(np.where(y_idx == 1, 1.0, -1.0), Z, "-s 3 -c 0.8 -q")
     _, _, vals = predict(np.zeros(120), Z, model, "-q")
     sign = 1 if model.get_labels()[0] == 1 else -1  # DESIGN §7
     ref = sign * np.asarray(vals)[:, 0]  # LIBLINEAR's decision for class 1
@@ -133,7 +134,9 @@ def test_liblinear_multiclass_one_vs_rest():
     V = rng.normal(size=(5, 3))
     code = InverseDistanceCoding(k=2).encode(X, V)
     Z = build_kronecker(X, code, 5)
-    Wz, model = liblinear_fit(Z, y_idx, 3, C=1.0, eps=1e-10)
+    Wz = fit_liblinear(Z, y_idx, C=1.0, bias=0, eps=1e-10, seed=1)[0]
+    seed_liblinear(1)
+    model = train(y_idx.astype(float), Z, "-s 3 -c 1 -e 1e-10 -q")
     assert model.get_labels()[0] == 2
     _, _, vals = predict(y_idx.astype(float), Z, model, "-q")
     vals = np.asarray(vals)

@@ -9,7 +9,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import InverseDistanceCoding, SoftKNNCoding
 from llc_bench.models import LCCSVMClassifier, LLSVMClassifier
-from llc_bench.models.kronecker import liblinear_init, seed_liblinear
+from llc_bench.models.kronecker import liblinear_init
+from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.llc_sgd import (
     auto_bias_scale,
     calibrate_t0,

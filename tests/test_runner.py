@@ -51,3 +51,24 @@ def test_record_contents_and_determinism(tmp_path):
     assert first["metrics"] == second["metrics"]
     assert first["seed"] == 3 and first["model"] == "linear" and first["dataset"] == "banana"
     assert 0.0 <= first["metrics"]["test_hinge"] and first["model_size"]["n_weights"] == 3
+
+
+def test_llc_presets_and_tuned_hyper_parameters(tmp_path):
+    from llc_bench.models.llsvm import LLSVMClassifier
+
+    est = runner.build_estimator(compose_run("model=llsvm", "dataset=banana", tmp_path=tmp_path))
+    assert isinstance(est, LLSVMClassifier)
+    assert (est.coding, est.n_anchors, est.k, est.epochs) == ("inverse_distance", 100, 8, 10)
+    assert est.lambda_ == 1e-5 and est.t0 == "calibrate"  # conf/tuned/llsvm_banana.yaml
+    cli_wins = runner.build_estimator(compose_run("model=llsvm", "dataset=banana",
+                                                  "trainer.lambda_=0.01", tmp_path=tmp_path))
+    assert cli_wins.lambda_ == 0.01
+    untuned = runner.build_estimator(compose_run("model=llsvm", "dataset=xor", tmp_path=tmp_path))
+    assert untuned.lambda_ == 1e-4 and untuned.t0 is None
+    lcc = runner.build_estimator(compose_run("model=lcc_svm", tmp_path=tmp_path))
+    assert lcc.coding == "soft_knn" and lcc.use_W is False and lcc.beta == "auto"
+    released = runner.build_estimator(compose_run("model=llsvm_released", tmp_path=tmp_path))
+    assert (released.anchor_method, released.t0, released.skip, released.bias_scale) == (
+        "random_per_class", 100, 200, 0)
+    ml3 = runner.build_estimator(compose_run("model=ml3", tmp_path=tmp_path))
+    assert ml3.lambda_grid == (1.0, 3.0, 10.0, 30.0, 100.0, 300.0) and ml3.p == 1.5

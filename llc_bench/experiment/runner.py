@@ -25,10 +25,11 @@ from llc_bench.models._validation import labels_from_scores
 def _estimator_classes() -> dict[str, type]:
     from llc_bench.models.kernel import KernelSVMClassifier
     from llc_bench.models.linear import LinearSVMClassifier
+    from llc_bench.models.llsvm import LLSVMClassifier
     from llc_bench.models.ml3 import ML3Classifier
 
     return {"liblinear": LinearSVMClassifier, "libsvm": KernelSVMClassifier,
-            "ml3_cccp": ML3Classifier}
+            "llc_sgd": LLSVMClassifier, "ml3_cccp": ML3Classifier}
 
 
 # Codings that a trainer implements itself (no ``coding`` constructor argument).

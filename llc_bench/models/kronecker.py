@@ -38,6 +38,7 @@ import scipy.sparse as sp
 
 from ..coding.local import LocalCode
 from ..errors import ConfigError
+from .liblinear_fit import fit_liblinear
 
 #: Default cap on the stored entries of z for the LIBLINEAR init (≈ 0.6 GB for z
 #: plus ≈ 0.8 GB for LIBLINEAR's own copy).
@@ -133,61 +134,6 @@ def init_subsample(y_idx: np.ndarray, n_keep: int, random_state=None) -> np.ndar
     return np.sort(np.concatenate(rows))
 
 
-def _model_weights(model) -> tuple[np.ndarray, list[int]]:
-    """LIBLINEAR's w as an array (nr_feature, nr_w) and its label order."""
-    nr_class = model.get_nr_class()
-    nr_feature = model.get_nr_feature()
-    nr_w = 1 if nr_class == 2 else nr_class
-    w = np.ctypeslib.as_array(model.w, shape=(nr_feature * nr_w,)).copy()
-    return w.reshape(nr_feature, nr_w), list(model.get_labels())
-
-
-def seed_liblinear(seed: int) -> None:
-    """LIBLINEAR's dual solvers shuffle with the C library's ``rand()``, never reseeded
-    between calls; seeding it makes a training run reproducible."""
-    import ctypes
-    import ctypes.util
-
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    libc.srand(ctypes.c_uint(int(seed) & 0xFFFFFFFF))
-
-
-def liblinear_fit(
-    Z: sp.csr_matrix,
-    y_idx: np.ndarray,
-    n_classes: int,
-    C: float,
-    eps: float | None = None,
-    seed: int = 1,
-):
-    """Train LIBLINEAR ``-s 3`` on Z; return (Wz, model) with Wz (n_out, Z.shape[1]).
-
-    Binary (n_classes = 2): one row, positive for class 1.  Multi-class: row c is
-    class c versus the rest.  ``seed`` seeds ``rand()`` first (:func:`seed_liblinear`).
-    """
-    from liblinear.liblinearutil import train
-
-    if not isinstance(Z, sp.csr_matrix):  # csr_array and other formats
-        Z = sp.csr_matrix(Z)
-    if n_classes == 2:
-        yl = np.where(y_idx == 1, 1.0, -1.0)
-    else:
-        yl = y_idx.astype(np.float64)
-    opts = f"-s 3 -c {C!r} -q" + (f" -e {eps!r}" if eps is not None else "")
-    seed_liblinear(seed)
-    model = train(yl, Z, opts)
-    w, labels = _model_weights(model)
-    if n_classes == 2:
-        # the decision value is positive for labels[0] (DESIGN §7)
-        sign = 1.0 if labels[0] == 1 else -1.0
-        Wz = sign * w[:, 0][None, :]
-    else:
-        Wz = np.zeros((n_classes, Z.shape[1]))
-        for col, lab in enumerate(labels):
-            Wz[int(lab)] = w[:, col]
-    return Wz, model
-
-
 def liblinear_init(
     X,
     code: LocalCode,
@@ -245,7 +191,8 @@ def liblinear_init(
     info["C"] = C
     t = time.perf_counter()
     seed = 1 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
-    Wz, _ = liblinear_fit(Z, ys, n_classes, C, eps, seed=seed)
+    Wz, _ = fit_liblinear(Z, ys, C=C, bias=0, eps=eps, seed=seed)  # no -B: the 1 is in z
+    Wz = np.atleast_2d(Wz)
     info["train_seconds"] = time.perf_counter() - t
     del Z
     W, b = split_weights(Wz, m, D, use_W)

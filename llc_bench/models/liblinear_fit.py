@@ -22,6 +22,11 @@ SOLVERS = {"l2_hinge": 3, "crammer_singer": 4, "l2_squared_hinge": 2, "logistic"
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
 
 
+def seed_liblinear(seed: int) -> None:
+    """Seed the C library's ``rand()``, which LIBLINEAR's solvers shuffle with."""
+    _libc.srand(ctypes.c_uint(int(seed) & 0xFFFFFFFF))
+
+
 def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0,
                   eps: float | None = None, seed: int = 0):
     """Train LIBLINEAR on rows ``X`` (dense or CSR) with labels ``y`` in 0..K-1.
@@ -41,9 +46,11 @@ def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0
         options += f" -B {bias:.17g}"
     if eps is not None:
         options += f" -e {eps:.17g}"
-    _libc.srand(int(seed) & 0x7FFFFFFF)
-    model = train(problem(y.astype(np.float64), X), parameter(options))
-    labels = [int(label) for label in model.get_labels()]
+    seed_liblinear(seed)
+    # binary as -1/+1, the labels LIBLINEAR's tools use (it then orders classes the same way)
+    labels_in = np.where(y == 1, 1.0, -1.0) if n_classes == 2 else y.astype(np.float64)
+    model = train(problem(labels_in, X), parameter(options))
+    labels = [max(int(label), 0) for label in model.get_labels()]  # -1 -> class 0
     n_w = 1 if (model.get_nr_class() == 2 and SOLVERS[solver] != 4) else model.get_nr_class()
     n_feat = model.get_nr_feature()
     n_rows = n_feat + (1 if model.bias > 0 else 0)
