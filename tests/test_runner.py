@@ -1,9 +1,10 @@
 """The runner in-process: estimator construction, records, interruption."""
 
+import numpy as np
 import pytest
 from conftest import compose_run
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment import runner
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.models.kernel import KernelSVMClassifier
@@ -72,3 +73,23 @@ def test_llc_presets_and_tuned_hyper_parameters(tmp_path):
         "random_per_class", 100, 200, 0)
     ml3 = runner.build_estimator(compose_run("model=ml3", tmp_path=tmp_path))
     assert ml3.lambda_grid[0] == 0.01 and len(ml3.lambda_grid) == 10 and ml3.p == 1.5
+
+
+def test_custom_file_enters_the_cache_key_by_content(tmp_path):
+    data = tmp_path / "my.csv"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] > 0).astype(int)
+    np.savetxt(data, np.c_[X, y], delimiter=",", fmt="%.5f")
+    overrides = ("dataset=file", f"dataset.train={data}", "dataset.test_fraction=0.25",
+                 "trainer.C=1.0")
+    first = runner.run_experiment(compose_run(*overrides, tmp_path=tmp_path), echo=print)
+    again = runner.run_experiment(compose_run(*overrides, tmp_path=tmp_path), echo=print)
+    assert again["config_hash"] == first["config_hash"]
+    np.savetxt(data, np.c_[X, 1 - y], delimiter=",", fmt="%.5f")  # same path, new labels
+    edited = runner.run_experiment(compose_run(*overrides, tmp_path=tmp_path), echo=print)
+    assert edited["config_hash"] != first["config_hash"]
+    missing = compose_run("dataset=file", f"dataset.train={tmp_path / 'no.csv'}",
+                          "dataset.test_fraction=0.25", tmp_path=tmp_path)
+    with pytest.raises(DatasetError, match="no.csv"):
+        runner.run_experiment(missing, echo=print)

@@ -19,7 +19,7 @@ def _given(value) -> bool:
     return value is not None and value != "???" and value != ""
 
 
-def _absolute(path) -> str:
+def absolute_path(path) -> str:
     """Relative paths are taken from the directory the command was started in."""
     path = Path(os.path.expanduser(str(path)))
     if path.is_absolute():
@@ -52,7 +52,7 @@ def expand_custom(raw: dict) -> dict:
     else:
         options = {"zero_based": raw.get("zero_based", "auto")}
     parts = {"train": raw["train"], **({"test": raw["test"]} if has_test else {})}
-    files = {role: {"path": _absolute(path)} for role, path in parts.items()}
+    files = {role: {"path": absolute_path(path)} for role, path in parts.items()}
     split = ({"protocol": "files"} if has_test
              else {"protocol": "fraction", "test_fraction": fraction})
     labels = dict(raw.get("labels") or {})

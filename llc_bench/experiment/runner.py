@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment.environment import host_info, package_versions
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
@@ -84,6 +84,24 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     return {"accuracy": accuracy(y, pred), "hinge": hinge}, elapsed
 
 
+def _pin_custom_files(dataset: dict) -> None:
+    """A user's own files enter the config (and so the cache key) by content, not only by
+    path: an edited file must not hit the cache of the old one."""
+    if dataset.get("kind") != "custom":
+        return
+    from llc_bench.data.custom import absolute_path
+    from llc_bench.data.fetch import sha256_of
+
+    pins = {}
+    for role in ("train", "test"):
+        if dataset.get(role):
+            path = Path(absolute_path(dataset[role]))
+            if not path.is_file():
+                raise DatasetError(f"dataset.{role}={dataset[role]}: no such file ({path})")
+            pins[role] = sha256_of(path)
+    dataset["sha256"] = pins
+
+
 def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = None,
                    echo=print) -> dict:
     """Run (or fetch from the store) the experiment ``cfg`` describes; return its record."""
@@ -92,6 +110,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else dict(cfg))
     config.pop("hydra", None)
+    _pin_custom_files(config["dataset"])
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
     if not config.get("force") and store.has(key):
