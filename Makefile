@@ -14,6 +14,17 @@ test: $(VENV)/.installed-dev     ## set up with the dev extras and run the test 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check llc_bench tests scripts
 
+.PHONY: tables tables-quick figures
+
+tables: $(VENV)/.installed       ## every paper table beside the papers' numbers (full protocol: long)
+	$(BIN)/llc-bench tables --profile full
+
+tables-quick: $(VENV)/.installed ## a few-minute smoke build of every table into results/tables-quick
+	$(BIN)/llc-bench tables --profile quick
+
+figures: $(VENV)/.installed      ## the papers' figures into results/figures (PNG + PDF)
+	$(BIN)/llc-bench figures --profile full
+
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
 	touch $@

@@ -22,6 +22,9 @@ commands:
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
   datasets   list the datasets, show one, or fetch its files:
              llc-bench datasets [list | info NAME | fetch NAME]
+  tables     regenerate the papers' tables beside their numbers (runs what is missing):
+             llc-bench tables [--profile quick|full] [--table NAME] [--launcher L] [--jobs N]
+  figures    redraw the papers' figures: llc-bench figures [--profile quick|full] [--figure NAME]
 
 Run 'llc-bench <command> --help' for the options of a command.
 """
@@ -101,8 +104,16 @@ def main(argv: list[str] | None = None) -> None:
             datasets_command(rest)
         except LLCBenchError as err:
             fail(str(err))
+    elif command in ("tables", "figures"):
+        from llc_bench.tables.command import figures_command, tables_command
+
+        try:
+            (tables_command if command == "tables" else figures_command)(rest)
+        except LLCBenchError as err:
+            fail(str(err))
     else:
-        fail(f"unknown command {command!r} (choose from: run, datasets)", code=2)
+        fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures)",
+             code=2)
 
 
 if __name__ == "__main__":

@@ -217,3 +217,13 @@ def test_lambda_grid_selects_by_cross_validation():
     assert clf.lambda_used_ == min(clf.fit_info_["cv_error"], key=clf.fit_info_["cv_error"].get)
     with pytest.raises(ValueError, match="not both"):
         ML3Classifier(lambda_=0.1, lambda_grid=(1.0,)).fit(X, y)
+
+
+def test_large_p_is_numerically_stable():
+    """p = 1000 (close to the p = inf limit) must not underflow u**p in the random init."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    with np.errstate(divide="raise", over="raise", invalid="raise"):
+        clf = ML3Classifier(n_models=5, p=1000.0, n_iter=3, random_state=0).fit(X, y)
+    assert np.isfinite(clf.W_).all()

@@ -110,11 +110,9 @@ def beta_star(c, p: float) -> np.ndarray:
 def _random_beta(rng, shape, p):
     """Random latent vectors on the unit sphere of the positive p-ball (ML3 §4)."""
     u = rng.uniform(0.0, 1.0, size=shape)
-    if np.isinf(p):
-        nrm = u.max(axis=-1)
-    else:
-        nrm = np.sum(u**p, axis=-1) ** (1.0 / p)
-    return u / nrm[..., None]
+    big = u.max(axis=-1)
+    nrm = big if np.isinf(p) else big * np.sum((u / big[..., None]) ** p, axis=-1) ** (1.0 / p)
+    return u / nrm[..., None]  # scaled by the max first: u**p would underflow for large p
 
 
 def _extend(X):

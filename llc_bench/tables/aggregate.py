@@ -1,0 +1,247 @@
+"""Mean ± std over seeds of the runs a table's plan asked for, beside the paper's numbers.
+
+Only the planned runs' records are read (by their config hashes), so records of another
+profile or of unrelated runs in the same store never mix in. A corrupt or partial record
+is reported and skipped: the cell then says how many of its planned runs it averages.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from llc_bench.errors import ResultsError
+from llc_bench.experiment.results import ResultsStore
+from llc_bench.tables.plan import DATASET_OFFLINE, CellPlan, TablePlan
+from llc_bench.tables.reference import PaperValue, table_values
+from llc_bench.tables.spec import METRICS, RUN, Metric
+
+
+@dataclass
+class CellResult:
+    dataset: str
+    method: str
+    metric: str
+    paper: PaperValue | None
+    values: list = field(default_factory=list)     # ours, one per seed used
+    seeds: list = field(default_factory=list)
+    n_planned: int = 0
+    reason: str = ""                               # why there is no "ours"
+    status: str = RUN                              # the cell plan's status (or dataset_offline)
+    problems: list = field(default_factory=list)   # skipped records
+    notes: tuple = ()
+    hashes: list = field(default_factory=list)
+    substitutes: int = 0                           # rank rows: datasets that used paper values
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
+
+    @property
+    def std(self) -> float | None:
+        return statistics.stdev(self.values) if len(self.values) > 1 else None
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def paper_value(self) -> float | None:
+        return None if self.paper is None else self.paper.value
+
+    @property
+    def diff(self) -> float | None:
+        if self.mean is None or self.paper_value is None:
+            return None
+        return self.mean - self.paper_value
+
+    @property
+    def verdict(self) -> str | None:
+        if self.mean is None or self.paper_value is None:
+            return None
+        return METRICS[self.metric].verdict(self.mean, self.paper_value, self.paper.std)
+
+
+@dataclass
+class TableResult:
+    plan: TablePlan
+    cells: dict                       # (dataset, method, metric) -> CellResult
+    rows: list                        # dataset names incl. derived rows
+    problems: list = field(default_factory=list)
+    wall_seconds: float = 0.0
+    executed: int = 0
+    failed: dict = field(default_factory=dict)
+    compute_seconds: float = 0.0      # sum of the records' train + test time
+
+    @property
+    def spec(self):
+        return self.plan.spec
+
+    def counts(self) -> dict:
+        c = {"cells": 0, "compared": 0, "within": 0, "better": 0, "worse": 0,
+             "paper_only": 0, "ours_only": 0, "neither": 0}
+        for cell in self.cells.values():
+            c["cells"] += 1
+            has_paper, has_ours = cell.paper_value is not None, cell.mean is not None
+            if has_paper and has_ours:
+                c["compared"] += 1
+                c[cell.verdict] += 1
+            elif has_paper:
+                c["paper_only"] += 1
+            elif has_ours:
+                c["ours_only"] += 1
+            else:
+                c["neither"] += 1
+        return c
+
+
+def _load(store: ResultsStore, key: str) -> tuple[dict | None, str | None]:
+    try:
+        return store.load(key), None
+    except FileNotFoundError:
+        partial = sorted(store.runs.glob(f".{key}.json.*.tmp")) if store.runs.is_dir() else []
+        if partial:
+            return None, f"{partial[0]}: partial record (interrupted write) skipped"
+        return None, None
+    except ResultsError as err:
+        return None, f"skipped: {err}"
+
+
+def _why_missing(cell: CellPlan, failed: dict, n_missing: int) -> str:
+    if cell.status != RUN:
+        return cell.reason
+    reasons = [failed[r.hash] for r in cell.runs if r.hash in failed]
+    if reasons:
+        return reasons[0]
+    if cell.offline:
+        return cell.offline
+    if not cell.selected:
+        return "not run yet (excluded by --dataset/--method)"
+    return f"not run yet ({n_missing} run(s) missing)"
+
+
+def aggregate(plan: TablePlan, failed: dict | None = None) -> TableResult:
+    failed = dict(failed or {})
+    spec = plan.spec
+    store = ResultsStore(plan.results_dir)
+    paper = table_values(spec.paper, spec.table)
+    records: dict[tuple[str, str], dict[int, dict]] = {}
+    problems: list[str] = []
+    compute = 0.0
+    seen: set[str] = set()
+    for (dataset, method), cell in plan.cells.items():
+        by_seed = {}
+        for run in cell.runs:
+            record, problem = _load(store, run.hash)
+            if problem:
+                problems.append(f"{dataset} / {method} seed {run.seed}: {problem}")
+            if record is not None:
+                by_seed[run.seed] = record
+                if run.hash not in seen:
+                    seen.add(run.hash)
+                    t = record.get("timings") or {}
+                    compute += float(t.get("train_total") or 0) + float(t.get("test_total") or 0)
+        records[(dataset, method)] = by_seed
+
+    cells: dict[tuple[str, str, str], CellResult] = {}
+    for (dataset, method), cell in plan.cells.items():
+        by_seed = records[(dataset, method)]
+        for name in spec.metrics:
+            metric = METRICS[name]
+            result = CellResult(dataset, method, name, paper.get((dataset, method, name)),
+                                n_planned=len(cell.runs), status=cell.status,
+                                notes=cell.notes, hashes=[r.hash for r in cell.runs])
+            result.problems = [p for p in problems if p.startswith(f"{dataset} / {method} ")]
+            for seed in sorted(by_seed):
+                value = _value(metric, by_seed[seed], spec, records, dataset, seed)
+                if value is not None and not math.isnan(value):
+                    result.values.append(value)
+                    result.seeds.append(seed)
+            if not result.values:
+                missing = sum(1 for r in cell.runs if r.seed not in by_seed)
+                if by_seed and metric.kind == "ratio":
+                    result.reason = (f"no run of the reference method "
+                                     f"({spec.ratio_reference}) for the same seeds")
+                elif by_seed:
+                    result.reason = f"the records of this model have no {name}"
+                else:
+                    result.reason = _why_missing(cell, failed, missing)
+                    if cell.status == RUN and cell.offline and not any(
+                            r.hash in failed for r in cell.runs):
+                        result.status = DATASET_OFFLINE
+            cells[(dataset, method, name)] = result
+
+    rows = list(spec.datasets)
+    for row, metric_name in spec.derived.items():
+        rows.append(row)
+        _rank_rows(spec, cells, paper, row, metric_name)
+    return TableResult(plan=plan, cells=cells, rows=rows, problems=problems,
+                       compute_seconds=compute, failed=failed)
+
+
+def _value(metric: Metric, record: dict, spec, records, dataset, seed) -> float | None:
+    if metric.kind == "record":
+        return metric.read(record)
+    if metric.kind == "ratio":
+        ref = records.get((dataset, spec.ratio_reference), {}).get(seed)
+        base = METRICS[metric.of]
+        if ref is None:
+            return None
+        num, den = base.read(record), base.read(ref)
+        if num is None or not den:
+            return None
+        return num / den
+    return None
+
+
+def _ranks(values: dict[str, float]) -> dict[str, float]:
+    """Average ranks (1 = smallest), ties sharing the mean rank."""
+    order = sorted(values, key=values.get)
+    ranks: dict[str, float] = {}
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _rank_rows(spec, cells, paper, row, metric_name) -> None:
+    """Average rank per method over the datasets (paper values stand in where we have none)."""
+    metric = METRICS[metric_name]
+    of = metric.of
+    sums = {m: [] for m in spec.methods}
+    used_paper = {m: 0 for m in spec.methods}
+    for dataset in spec.datasets:
+        values = {}
+        for method in spec.methods:
+            cell = cells.get((dataset, method, of))
+            if cell is not None and cell.mean is not None:
+                values[method] = cell.mean
+            elif (ref := paper.get((dataset, method, of))) and ref.value is not None:
+                values[method] = ref.value
+                used_paper[method] += 1
+        sign = -1.0 if METRICS[of].higher_is_better else 1.0
+        for method, r in _ranks({m: sign * v for m, v in values.items()}).items():
+            sums[method].append(r)
+    n = len(spec.datasets)
+    for method in spec.methods:
+        result = CellResult(row, method, metric_name, paper.get((row, method, metric_name)),
+                            n_planned=1, status=RUN)
+        ours = [cells[(d, method, of)] for d in spec.datasets if (d, method, of) in cells]
+        if any(c.mean is not None for c in ours) and len(sums[method]) == n:
+            result.values = [statistics.fmean(sums[method])]
+            result.substitutes = used_paper[method]
+            if used_paper[method]:
+                result.notes = (f"{used_paper[method]} of {n} datasets use paper values "
+                                "where we have none",)
+        else:
+            first = next((c for c in ours if c.reason), None)
+            result.reason = (first.reason if first and first.reason
+                             else "no results of ours for this method")
+            result.status = first.status if first else RUN
+        cells[(row, method, metric_name)] = result

@@ -1,0 +1,166 @@
+"""`llc-bench tables` and `llc-bench figures`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from llc_bench.errors import ResultsError
+from llc_bench.experiment.results import ResultsStore, read_record
+from llc_bench.tables.execute import LAUNCHERS, ExecReport, Executor
+from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="full", choices=["quick", "full"],
+                        help="full: the papers' protocol; quick: a few-minute smoke build "
+                        "(1 seed, subsampled training sets, fewer epochs) written to "
+                        "<results-dir>/tables-quick (default: full)")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default=None,
+                        help="Hydra launcher of the multiruns (default: joblib when --jobs > 1, "
+                        "else basic); slurm = our submitit_slurm preset")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="parallel runs (joblib n_jobs / SLURM array parallelism)")
+    parser.add_argument("--launcher-arg", action="append", default=[], metavar="OVERRIDE",
+                        help="extra Hydra launcher override, e.g. hydra.launcher.partition=cpu")
+    parser.add_argument("--results-dir", default="results",
+                        help="results store (runs/<hash>.json) (default: results)")
+    parser.add_argument("--out", default=None,
+                        help="output directory (default: <results-dir>/<profile's out>)")
+    parser.add_argument("--mirror", action="append", default=[],
+                        help="read-only dataset mirror (also $LLC_BENCH_MIRROR; repeatable)")
+    parser.add_argument("--download", action="store_true",
+                        help="let runs download datasets that are not available offline")
+    parser.add_argument("--no-run", action="store_true",
+                        help="run nothing: build from the records already in the store")
+
+
+def _executor(args, echo) -> Executor:
+    env = dict(os.environ)
+    if args.mirror:
+        env["LLC_BENCH_MIRROR"] = os.pathsep.join(
+            [str(Path(m).resolve()) for m in args.mirror]
+            + [p for p in env.get("LLC_BENCH_MIRROR", "").split(os.pathsep) if p])
+    launcher = args.launcher or ("joblib" if args.jobs > 1 else "basic")
+    run_args = [] if args.download else ["data.download=false"]
+    return Executor(args.results_dir, launcher=launcher, jobs=args.jobs,
+                    launcher_args=args.launcher_arg, run_args=run_args, env=env, echo=echo)
+
+
+def _warn_corrupt(plan, echo) -> None:
+    store = ResultsStore(plan.results_dir)
+    for run in plan.runs():
+        path = store.path(run.hash)
+        if not run.cached and path.exists():
+            try:
+                read_record(path)
+            except ResultsError as err:
+                echo(f"  warning: {err} -- not used; the run is planned again")
+
+
+def tables_command(argv: list[str], echo=print) -> dict:
+    """Build tables; returns {table: {planned, cached, executed, failed, wall_seconds}}."""
+    from llc_bench.tables.aggregate import aggregate
+    from llc_bench.tables.plan import Composer, Planner
+    from llc_bench.tables.render import write_summary, write_table
+
+    parser = argparse.ArgumentParser(
+        prog="llc-bench tables",
+        description="Regenerate the papers' tables side by side with the papers' numbers: "
+        "plan every run a table needs (config hashes as `llc-bench run` computes them), "
+        "run the missing ones through Hydra multiruns, aggregate mean ± std over seeds and "
+        "write <out>/<paper>_<table>.{md,csv,tex} and <out>/README.md.")
+    parser.add_argument("--table", action="append", default=[], metavar="NAME",
+                        help="a table to build (repeatable; default: all, see --list)")
+    parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
+                        help="only run cells of this dataset (paper name or dataset config; "
+                        "repeatable); other cells are filled from the store")
+    parser.add_argument("--method", action="append", default=[], metavar="NAME",
+                        help="only run cells of this method (paper name or model preset; "
+                        "repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the tables and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print what would run (the multirun command lines) and exit")
+    _common(parser)
+    args = parser.parse_args(argv)
+    if args.list:
+        for name in list_tables():
+            spec = load_table(name)
+            echo(f"{name:<14} {spec.title}")
+        return {}
+    names = args.table or list_tables()
+    for name in names:
+        load_table(name)  # fail early on an unknown name
+    profile = load_profile(args.profile)
+    out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.out
+    executor = _executor(args, echo)
+    store = ResultsStore(args.results_dir)
+    stats: dict = {}
+    with Composer() as composer:
+        planner = Planner(args.results_dir, profile, mirrors=args.mirror, composer=composer)
+        for name in names:
+            start = time.perf_counter()
+            spec = load_table(name)
+            plan = planner.plan(spec, args.dataset, args.method)
+            runs = {r.hash: r for r in plan.runs()}
+            cached = sum(1 for r in runs.values() if r.cached)
+            todo = plan.to_execute(allow_offline=args.download)
+            echo(f"[{name}] {len(plan.cells)} cells, {len(runs)} runs planned, {cached} in the "
+                 f"store, {len(todo)} to run ({profile.name} profile)")
+            _warn_corrupt(plan, echo)
+            if args.dry_run:
+                from llc_bench.tables.execute import group_runs
+
+                for launch in group_runs(todo):
+                    echo("  llc-bench run -m " + " ".join(launch.arguments()))
+                continue
+            report = ExecReport()
+            if todo and not args.no_run:
+                report = executor.run(todo, tag=name)
+                plan.refresh(store)
+            result = aggregate(plan, report.failed)
+            result.executed = report.executed
+            result.wall_seconds = time.perf_counter() - start
+            for problem in result.problems:
+                echo(f"  warning: {problem}")
+            for key, why in report.failed.items():
+                echo(f"  failed: {runs[key].label}: {why}")
+            paths = write_table(result, out_dir)
+            c = result.counts()
+            echo(f"  {paths[0]}: {c['compared']} compared ({c['within']} within, "
+                 f"{c['better']} better, {c['worse']} worse), {c['paper_only']} paper-only; "
+                 f"{report.executed} runs executed in {result.wall_seconds:.1f} s")
+            stats[name] = {"planned": len(runs), "cached": cached, "executed": report.executed,
+                           "failed": len(report.failed), "to_run": len(todo),
+                           "wall_seconds": result.wall_seconds, "problems": result.problems,
+                           "paths": [str(p) for p in paths]}
+    if not args.dry_run:
+        summary = write_summary(out_dir, list(tables_config().get("tables") or []), profile)
+        echo(f"summary: {summary}")
+    return stats
+
+
+def figures_command(argv: list[str], echo=print) -> dict:
+    """Draw the papers' figures; returns {figure: path or skip reason}."""
+    from llc_bench.tables.figures import build_figures, list_figures
+
+    parser = argparse.ArgumentParser(
+        prog="llc-bench figures",
+        description="Redraw the papers' figures (PNG + PDF) from runs planned and cached like "
+        "the tables' (decision boundaries are fitted in-process).")
+    parser.add_argument("--figure", action="append", default=[], metavar="NAME",
+                        help="a figure to draw (repeatable; default: all, see --list)")
+    parser.add_argument("--list", action="store_true", help="list the figures and exit")
+    _common(parser)
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, spec in list_figures().items():
+            echo(f"{name:<14} {spec.get('title', '')}")
+        return {}
+    profile = load_profile(args.profile)
+    out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.figures_out
+    return build_figures(args.figure or list(list_figures()), profile, out_dir,
+                         executor=_executor(args, echo), results_dir=args.results_dir,
+                         mirrors=args.mirror, run=not args.no_run, echo=echo)

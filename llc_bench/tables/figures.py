@@ -1,0 +1,307 @@
+"""The papers' figures (``conf/tables.yaml: figures``), drawn with matplotlib (Agg) to PNG + PDF.
+
+``vs_param`` and ``history`` figures are made of ordinary runs, planned (config hashes),
+cached and launched exactly like table cells; ``boundary`` figures fit their estimators
+in-process (they are pictures, not numbers). A model whose preset does not exist yet, a
+dataset that is not available offline or a history key a model does not record is
+skipped with a message; a figure with nothing left to draw is skipped, never an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from llc_bench.experiment.results import ResultsStore
+from llc_bench.tables.spec import METRICS, Profile, preset_exists, tables_config
+
+
+def list_figures() -> dict:
+    return dict(tables_config().get("figures") or {})
+
+
+def _effective(spec: dict, profile: Profile) -> dict:
+    spec = dict(spec)
+    quick = dict(spec.pop("quick", None) or {})
+    if profile.name == "quick" and quick:
+        if "datasets" in quick:
+            spec["datasets"] = quick["datasets"]
+        if "values" in quick:
+            spec["x"] = {**spec["x"], "values": quick["values"]}
+        if "series_values" in quick and isinstance(spec.get("series"), dict):
+            spec["series"] = {**spec["series"], "values": quick["series_values"]}
+    return spec
+
+
+def _models(spec: dict, skipped: list) -> dict:
+    """name -> (preset, label, overrides) of the models whose preset exists."""
+    out = {}
+    for name, raw in (spec.get("models") or {}).items():
+        raw = dict(raw or {})
+        preset = raw.get("model", name)
+        if not preset_exists(preset):
+            skipped.append(f"{name}: no model preset `{preset}` yet")
+            continue
+        out[name] = (preset, raw.get("label", name), dict(raw.get("overrides") or {}))
+    return out
+
+
+def _save(fig, out_dir: Path, name: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = out_dir / f"{name}.png"
+    fig.savefig(png, dpi=120, bbox_inches="tight")
+    fig.savefig(out_dir / f"{name}.pdf", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return png
+
+
+def _axes(n: int, width: float = 4.2, height: float = 3.4):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    return fig, list(axes[0])
+
+
+class FigureBuilder:
+    def __init__(self, profile, out_dir, executor, results_dir, mirrors=(), run=True,
+                 echo=print, planner=None):
+        self.profile, self.out_dir = profile, Path(out_dir)
+        self.executor, self.run = executor, run
+        self.results_dir = Path(results_dir)
+        self.store = ResultsStore(self.results_dir)
+        self.mirrors = tuple(mirrors)
+        self.echo = echo
+        self.planner = planner
+        self._offline: dict[str, str] = {}
+
+    def _offline_reason(self, dataset: str) -> str:
+        from llc_bench.tables.plan import _status_of_dataset
+
+        return _status_of_dataset(dataset, None, self.mirrors, self._offline)
+
+    def _datasets(self, spec: dict, skipped: list) -> list[str]:
+        out = []
+        for d in spec.get("datasets") or []:
+            why = self._offline_reason(d)
+            if why:
+                skipped.append(why)
+            else:
+                out.append(d)
+        return out
+
+    def _records(self, runs_by_key: dict, name: str) -> dict:
+        """Plan -> run the missing ones -> {key: [records]} (failed runs reported)."""
+        todo = {r.hash: r for runs in runs_by_key.values() for r in runs
+                if not self.store.has(r.hash)}
+        if todo and self.run:
+            report = self.executor.run(list(todo.values()), tag=name)
+            for key, why in report.failed.items():
+                self.echo(f"  failed: {todo[key].label}: {why}")
+        out = {}
+        for key, runs in runs_by_key.items():
+            recs = []
+            for r in runs:
+                try:
+                    recs.append(self.store.load(r.hash))
+                except Exception:  # missing, corrupt or partial: reported by the store
+                    continue
+            out[key] = recs
+        return out
+
+    # -- kinds ---------------------------------------------------------------------------
+    def vs_param(self, name: str, spec: dict, skipped: list):
+        models = _models(spec, skipped)
+        datasets = self._datasets(spec, skipped)
+        if not models or not datasets:
+            return None
+        x = spec["x"]
+        series = spec.get("series") or {}
+        s_values = series.get("values") or [None]
+        seeds = int(spec.get("seeds", 1))
+        metric = METRICS[spec.get("metric", "accuracy")]
+        runs = {}
+        for d in datasets:
+            for m, (preset, _, over) in models.items():
+                for sv in s_values:
+                    for xv in x["values"]:
+                        o = {**(spec.get("overrides") or {}), **over, x["key"]: xv}
+                        if sv is not None:
+                            o[series["key"]] = sv
+                        runs[(d, m, sv, xv)] = self.planner.plan_runs(preset, d, seeds, o)
+        records = self._records(runs, name)
+        fig, axes = _axes(len(datasets))
+        drawn = 0
+        for ax, d in zip(axes, datasets, strict=True):
+            for m, (_, label, _) in models.items():
+                for sv in s_values:
+                    xs, ys, es = [], [], []
+                    for xv in x["values"]:
+                        vals = [metric.read(r) for r in records[(d, m, sv, xv)]]
+                        vals = [v for v in vals if v is not None]
+                        if vals:
+                            xs.append(xv)
+                            ys.append(float(np.mean(vals)))
+                            es.append(float(np.std(vals)))
+                    if xs:
+                        lab = label if sv is None else f"{label}, {series.get('label', '')}={sv}"
+                        ax.errorbar(xs, ys, yerr=es if seeds > 1 else None, marker="o", ms=3,
+                                    label=lab)
+                        drawn += 1
+            ax.set_title(d)
+            ax.set_xlabel(x.get("label", x["key"]))
+            ax.set_ylabel(metric.label)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        return fig if drawn else None
+
+    def history(self, name: str, spec: dict, skipped: list):
+        models = _models(spec, skipped)
+        datasets = self._datasets(spec, skipped)
+        if not models or not datasets:
+            return None
+        runs = {(d, m): self.planner.plan_runs(p, d, int(spec.get("seeds", 1)),
+                                                {**(spec.get("overrides") or {}), **o})
+                for d in datasets for m, (p, _, o) in models.items()}
+        records = self._records(runs, name)
+        xkey = spec.get("x", "epoch")
+        fig, axes = _axes(len(datasets))
+        drawn = 0
+        for ax, d in zip(axes, datasets, strict=True):
+            twin = None
+            for m, (_, label, _) in models.items():
+                recs = records[(d, m)]
+                if not recs:
+                    skipped.append(f"{m} on {d}: no record")
+                    continue
+                history = recs[0].get("history") or []
+                for s in spec.get("series") or []:
+                    keys = s["key"] if isinstance(s["key"], list) else [s["key"]]
+                    key = next((k for k in keys if any(k in h for h in history)), None)
+                    if key is None:
+                        skipped.append(f"{m} on {d}: its history has no {'/'.join(keys)}")
+                        continue
+                    pts = [(h.get(xkey, i), h[key] * float(s.get("scale", 1)))
+                           for i, h in enumerate(history) if h.get(key) is not None]
+                    target = ax
+                    if s.get("right"):
+                        twin = twin or ax.twinx()
+                        target = twin
+                        target.set_ylabel(s.get("label", key))
+                    else:
+                        ax.set_ylabel(s.get("label", key))
+                    style = "--" if s.get("right") else "-"
+                    target.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o",
+                                ms=3, label=f"{label}: {s.get('label', key)}")
+                    drawn += 1
+            ax.set_title(d)
+            ax.set_xlabel(xkey)
+            ax.grid(alpha=0.3)
+            handles, labels = ax.get_legend_handles_labels()
+            if twin is not None:
+                h2, l2 = twin.get_legend_handles_labels()
+                handles, labels = handles + h2, labels + l2
+            if handles:
+                ax.legend(handles, labels, fontsize=7)
+        return fig if drawn else None
+
+    def boundary(self, name: str, spec: dict, skipped: list):
+        from llc_bench.data import load_dataset
+        from llc_bench.experiment.runner import build_estimator
+
+        models = _models(spec, skipped)
+        datasets = self._datasets(spec, skipped)
+        if not models or not datasets:
+            return None
+        only = spec.get("only") or {}
+        panels = [(d, m) for d in datasets for m in models if m in only.get(d, list(models))]
+        fig, axes = _axes(len(panels), width=3.6, height=3.4)
+        drawn = 0
+        for ax, (d, m) in zip(axes, panels, strict=True):
+            preset, label, over = models[m]
+            o = {**(spec.get("overrides") or {}), **((spec.get("dataset_overrides") or {})
+                                                     .get(d) or {}), **over}
+            overrides = {"model": preset, "dataset": d, "seed": 0, **o}
+            try:
+                config = self.planner.composer.compose(overrides)
+                ds = load_dataset(config["dataset"], seed=0, mirrors=self.mirrors,
+                                  download=False)
+                est = build_estimator(config).fit(ds.X_train, ds.y_train)
+            except Exception as err:  # a model being written may not fit yet
+                skipped.append(f"{m} on {d}: {type(err).__name__}: {err}")
+                ax.set_axis_off()
+                continue
+            X, y = ds.X_train, np.asarray(ds.y_train)
+            pad = 0.3
+            lo, hi = X.min(axis=0) - pad, X.max(axis=0) + pad
+            gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 250), np.linspace(lo[1], hi[1], 250))
+            grid = np.c_[gx.ravel(), gy.ravel()]
+            f = np.asarray(est.decision_function(grid)).reshape(gx.shape)
+            classes = list(np.unique(y))
+            for c, color in zip(classes, ("#1f77b4", "#d62728"), strict=False):
+                pts = X[y == c]
+                ax.scatter(pts[:, 0], pts[:, 1], s=3, c=color, alpha=0.35, label=str(c))
+            ax.contour(gx, gy, f, levels=[0.0], colors="k", linewidths=1.5)
+            anchors = getattr(est, "anchors_", None)
+            if anchors is not None and np.asarray(anchors).shape[1:] == (2,):
+                a = np.asarray(anchors)
+                ax.scatter(a[:, 0], a[:, 1], marker="*", s=120, c="gold", edgecolors="k",
+                           label="anchors", zorder=5)
+                start = getattr(est, "initial_anchors_", None)
+                if start is not None:
+                    s0 = np.asarray(start)
+                    ax.scatter(s0[:, 0], s0[:, 1], marker="x", s=40, c="k",
+                               label="initial anchors", zorder=4)
+            acc = 100 * float(np.mean(est.predict(ds.X_test) == np.asarray(ds.y_test)))
+            ax.set_title(f"{label} on {d} (test acc {acc:.1f}%)", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.legend(fontsize=6, loc="lower right")
+            drawn += 1
+        return fig if drawn else None
+
+
+def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
+                  run=True, echo=print) -> dict:
+    from llc_bench.tables.plan import Composer, Planner
+
+    figures = list_figures()
+    unknown = [n for n in names if n not in figures]
+    if unknown:
+        from llc_bench.errors import ConfigError
+
+        raise ConfigError(f"unknown figure(s) {unknown} (choose from: {', '.join(figures)})")
+    out: dict = {}
+    with Composer() as composer:
+        planner = Planner(results_dir, profile, mirrors=mirrors, composer=composer)
+        builder = FigureBuilder(profile, out_dir, executor, results_dir, mirrors, run, echo,
+                                planner)
+        for name in names:
+            spec = _effective(figures[name], profile)
+            kind = spec.get("kind")
+            echo(f"[{name}] {spec.get('title', '')}")
+            skipped: list[str] = []
+            draw = getattr(builder, kind, None) if kind in ("vs_param", "history",
+                                                            "boundary") else None
+            if draw is None:
+                out[name] = f"skipped: unknown kind {kind!r}"
+                echo(f"  {out[name]}")
+                continue
+            fig = draw(name, spec, skipped)
+            for s in skipped:
+                echo(f"  skip {s}")
+            if fig is None:
+                out[name] = "skipped: nothing to draw (" + ("; ".join(skipped) or "no data") + ")"
+                echo(f"  {out[name]}")
+                continue
+            fig.suptitle(spec.get("title", name) + ("" if profile.name == "full" else
+                                                   f"  [{profile.name} profile]"), fontsize=10)
+            path = _save(fig, Path(out_dir), name)
+            out[name] = str(path)
+            echo(f"  wrote {path} (+ .pdf)")
+    return out
