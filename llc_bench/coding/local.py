@@ -31,9 +31,32 @@ invariant to the scale of the data and to the dimension D, which a fixed
 number such as β = 1 is not (squared distances grow with D after standard
 scaling).
 
-New codings (``adaptive_knn``, OCC, ...) subclass :class:`LocalCoding` and
-register in :data:`CODINGS`; codings with a dense output can return k = m, and
-variable-k codings (adaptive_knn's k*) can pad their rows with zero weights.
+* ``adaptive_knn`` — LLC-JO Alg. 1, the k*-NN rule (Anava & Levy 2016; DESIGN
+  §3): η_i = μ d_(i), the squared distances of the nearest anchors in ascending
+  order scaled by μ ("the Lipschitz to noise ratio"); grow k while
+  λ_k > η_{k+1}, with λ_k = (1/k)(Σ_{i≤k} η_i + sqrt(k + (Σ η_i)² - k Σ η_i²))
+  (JO eq. 21 without its stray k*); γ_i = (λ - η_i)/Σ_{j≤k*}(λ - η_j) (eq. 19)
+  for i ≤ k*, 0 beyond.  Choices: d is the *squared* distance (JO §4.1 "we adopt
+  squared Euclidean distance", and the authors' code scales squared distances
+  by μ, DESIGN §7); ``k`` is an upper bound on k* (rows of k slots, the unused
+  ones padded with weight 0; k* = k when the rule would go further), so a code
+  has the same shape as the fixed-k codings and the prediction cost stays
+  O(k).  η is shifted by η_1 before the rule (λ shifts with it, the weights are
+  unchanged) to keep the sums small.  The per-row k* is ``LocalCode.n_active``.
+
+Anchor gradients (LLC-SAPL, LLC-JO; DESIGN §3).  With h_j = W_j x + b_j and
+f = Σ_j γ_j h_j, for an active anchor v_j:
+
+* soft_knn (SAPL eq. 13-16 simplified):  ∂f/∂v_j = 2β γ_j (h_j - f)(x - v_j);
+* adaptive_knn, λ and the active set held fixed (JO eq. 22-23 simplified):
+  ∂f/∂v_j = 2μ (h_j - f)(x - v_j) / Σ_l(λ - η_l).
+
+:func:`anchor_gradient` is the numpy form (tests, the reference SGD step); the
+numba kernel in ``models/_sgd_kernel.py`` computes the same expressions.
+
+New codings (OCC, ...) subclass :class:`LocalCoding` and register in
+:data:`CODINGS`; codings with a dense output can return k = m, and variable-k
+codings (adaptive_knn's k*) pad their rows with zero weights.
 """
 
 from __future__ import annotations
@@ -62,6 +85,7 @@ class LocalCode:
     indices: np.ndarray  # int32 (n, k), ascending per row
     weights: np.ndarray  # float64 (n, k), rows sum to 1
     sq_distances: np.ndarray | None = None  # float64 (n, k), the d_j used (optional)
+    n_active: np.ndarray | None = None  # int (n,), k* per row (variable-k codings only)
 
     @property
     def n(self) -> int:
@@ -73,7 +97,8 @@ class LocalCode:
 
     def take(self, rows) -> LocalCode:
         d = None if self.sq_distances is None else self.sq_distances[rows]
-        return LocalCode(self.indices[rows], self.weights[rows], d)
+        na = None if self.n_active is None else self.n_active[rows]
+        return LocalCode(self.indices[rows], self.weights[rows], d, na)
 
     def to_dense(self, m: int) -> np.ndarray:
         """The (n, m) dense matrix of γ (tests, small data)."""
@@ -223,11 +248,94 @@ class SoftKNNCoding(LocalCoding):
         return {**super().params(), "beta": self.beta, "beta_": self.beta_}
 
 
-#: name -> class; later codings (adaptive_knn, occ_global, occ_class) register here.
+def adaptive_knn_weights(d: np.ndarray, mu: float):
+    """LLC-JO Alg. 1 (the k*-NN rule) on each row of ``d`` (n, k), squared distances of
+    the k nearest anchors in any order; k is the cap on k*.
+
+    Returns ``(w, k_star, lam, norm)``: weights (n, k) in the order of ``d`` (0 beyond
+    k*), k* (n,), λ = λ_{k*} and norm = Σ_{i≤k*}(λ - η_i) (n,), with η = μ(d - d_min).
+    Ties in d are broken by position in the row (the anchor index for ``encode``).
+    """
+    d = np.asarray(d, dtype=np.float64)
+    n, K = d.shape
+    order = np.argsort(d, axis=1, kind="stable")
+    ds = np.take_along_axis(d, order, axis=1)
+    eta = mu * (ds - ds[:, :1])  # η_(1) = 0: λ and η shift together, γ unchanged
+    ks = np.arange(1, K + 1, dtype=np.float64)
+    s1 = np.cumsum(eta, axis=1)
+    s2 = np.cumsum(eta * eta, axis=1)
+    # JO eq. (21) for every k: λ_k = (Σ η + sqrt(k + (Σ η)² - k Σ η²)) / k
+    lam_k = (s1 + np.sqrt(np.maximum(ks + s1 * s1 - ks * s2, 0.0))) / ks
+    # Alg. 1: k grows while λ_k > η_{k+1}; k* = 1 + the number of leading "true"
+    grow = lam_k[:, :-1] > eta[:, 1:]
+    k_star = 1 + np.cumprod(grow, axis=1).sum(axis=1).astype(np.int64)
+    lam = lam_k[np.arange(n), k_star - 1]
+    active = ks[None, :] <= k_star[:, None]
+    ws = np.where(active, np.maximum(lam[:, None] - eta, 0.0), 0.0)
+    norm = ws.sum(axis=1)
+    ws /= norm[:, None]  # eq. (19)
+    w = np.empty_like(ws)
+    np.put_along_axis(w, order, ws, axis=1)
+    return w, k_star, lam, norm
+
+
+class AdaptiveKNNCoding(LocalCoding):
+    """LLC-JO Alg. 1: k* nearest anchors per sample (k* ≤ k), γ_i ∝ λ - μ d_i."""
+
+    name = "adaptive_knn"
+    variable_k = True  # rows hold k* ≤ k non-zeros, padded with zeros
+
+    def __init__(self, k: int = 8, mu: float = 1.0):
+        super().__init__(k)
+        if not float(mu) > 0:
+            raise ConfigError(f"adaptive_knn mu must be > 0, got {mu!r}")
+        self.mu = float(mu)
+
+    def weights_from_sq_distances(self, d, scale):
+        return adaptive_knn_weights(d, self.mu)[0]
+
+    def encode(self, X, anchors, keep_distances=False):
+        k = min(self.k, anchors.shape[0])
+        idx, d, _ = knn_sq_distances(X, anchors, k)
+        w, k_star, _, _ = adaptive_knn_weights(d, self.mu)
+        return LocalCode(idx, w, d if keep_distances else None, k_star)
+
+    def params(self):
+        return {**super().params(), "mu": self.mu, "distance": "squared", "k_is": "upper bound"}
+
+
+def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
+    """∂f/∂v_j (k, D) for one sample and one output, λ frozen for adaptive_knn.
+
+    ``x`` (D,), ``V_active`` (k, D) the sample's k nearest anchors, ``d`` (k,) their
+    squared distances, ``h`` (k,) the per-anchor outputs h_j = W_j x + b_j.
+    Closed forms of DESIGN §3; anchors with γ_j = 0 (beyond k*) get 0.
+    """
+    diff = x[None, :] - V_active
+    d = np.asarray(d, dtype=np.float64)[None, :]
+    if isinstance(coding, SoftKNNCoding):
+        gam = coding.weights_from_sq_distances(d, d)[0]
+        f = gam @ h
+        coef = 2.0 * coding.beta_ * gam * (h - f)  # SAPL eq. (13)-(16)
+    elif isinstance(coding, AdaptiveKNNCoding):
+        w, _, _, norm = adaptive_knn_weights(d, coding.mu)
+        gam = w[0]
+        f = gam @ h
+        coef = np.where(gam > 0, 2.0 * coding.mu * (h - f) / norm[0], 0.0)  # JO eq. (22)-(23)
+    else:
+        raise ConfigError(f"no anchor gradient for coding {coding.name!r}")
+    return coef[:, None] * diff
+
+
+#: name -> class; later codings (occ_global, occ_class) register here.
 CODINGS: dict[str, type[LocalCoding]] = {
     InverseDistanceCoding.name: InverseDistanceCoding,
     SoftKNNCoding.name: SoftKNNCoding,
+    AdaptiveKNNCoding.name: AdaptiveKNNCoding,
 }
+
+#: Codings with a closed-form anchor gradient (``learn_anchors``).
+LEARNABLE_CODINGS = (SoftKNNCoding.name, AdaptiveKNNCoding.name)
 
 
 def make_coding(name: str, k: int = 8, **options) -> LocalCoding:

@@ -27,9 +27,11 @@ def _estimator_classes() -> dict[str, type]:
     from llc_bench.models.linear import LinearSVMClassifier
     from llc_bench.models.llsvm import LLSVMClassifier
     from llc_bench.models.ml3 import ML3Classifier
+    from llc_bench.models.occ import OCCClassifier
 
     return {"liblinear": LinearSVMClassifier, "libsvm": KernelSVMClassifier,
-            "llc_sgd": LLSVMClassifier, "ml3_cccp": ML3Classifier}
+            "llc_sgd": LLSVMClassifier, "ml3_cccp": ML3Classifier,
+            "occ": OCCClassifier}
 
 
 # Codings that a trainer implements itself (no ``coding`` constructor argument).

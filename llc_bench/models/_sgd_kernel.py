@@ -1,4 +1,5 @@
-"""numba kernels of the LL-SVM / LCC+SVM SGD epoch (fixed anchors, precomputed codes).
+"""numba kernels of the LL-SVM / LCC+SVM SGD epoch (fixed anchors, precomputed codes)
+and of the LLC-SAPL / LLC-JO epoch (learned anchors, codes recomputed every step).
 
 One call = one epoch over ``order``.  Equations: LL-SVM (Ladický & Torr 2011)
 eq. (8) decision, (11)-(12) updates, (13) skip regularisation, Alg. 1; the
@@ -15,6 +16,19 @@ multiplies the whole W; the kernel keeps W_true = sw·W and b_true = sb·b so th
 decay is sw *= r, O(1) instead of O(C·m·D), and folds the scales back into W, b
 at the end of the epoch (or when they get small).  The numpy reference in
 ``llc_sgd.py`` does the plain in-place multiply; the tests compare both.
+
+Learned anchors (:func:`sgd_epoch_anchors_dense`): every step encodes x against the
+current anchors V (m, D) — squared distances to all m anchors, the k nearest
+kept in ascending (distance, index) order — with ``kind`` CODING_SOFT_KNN
+(param β, SAPL eq. 2) or CODING_ADAPTIVE_KNN (param μ, JO Alg. 1, k = cap on
+k*).  On a violation of any output the active anchors move first, with the
+pre-update W, b (SAPL eq. 16 / JO eq. 24, summed over the violated outputs as
+SAPL eq. 21 implies), then W, b move with the step's codes (eq. 17-18 / 25-26).
+The per-anchor factor g_a of ∂f/∂v_j = g_a (h_j - f)(x - v_j) is 2β γ_a
+(soft_knn) or 2μ / Σ_l(λ - η_l) (adaptive_knn, λ frozen).  ``step_max`` (not in
+the papers) clips the fraction c of v_j += c (x - v_j) to [-step_max, step_max]
+(1: an anchor never moves past x in one step); "off" is 1e300, not inf, because
+fastmath lets LLVM assume that no value is infinite.
 """
 
 from __future__ import annotations
@@ -178,3 +192,173 @@ def decision_codes_csr(data, indices, indptr, idx, gam, W, b, use_W):
                 f += gam[i, a] * s
             out[i, c] = f
     return out
+
+
+# ------------------------------------------------------------------ learned anchors
+
+CODING_SOFT_KNN = 1
+CODING_ADAPTIVE_KNN = 2
+
+
+@njit(cache=True, fastmath=True)
+def _nearest(x, V, k, idx, dist):
+    """The k nearest anchors of x: idx/dist ascending by (squared distance, index)."""
+    m, D = V.shape
+    cnt = 0
+    for j in range(m):
+        s = 0.0
+        for d in range(D):
+            e = x[d] - V[j, d]
+            s += e * e
+        if cnt < k or s < dist[cnt - 1]:  # insertion into the sorted buffer
+            a = cnt if cnt < k else k - 1
+            while a > 0 and dist[a - 1] > s:
+                dist[a] = dist[a - 1]
+                idx[a] = idx[a - 1]
+                a -= 1
+            dist[a] = s
+            idx[a] = j
+            if cnt < k:
+                cnt += 1
+
+
+@njit(cache=True, fastmath=True)
+def _weights(dist, kind, param, gam, g):
+    """γ over the sorted k nearest and the gradient factors g; returns the active count."""
+    k = dist.shape[0]
+    if kind == CODING_SOFT_KNN:
+        # SAPL eq. (2) with d_min subtracted; g_a = 2β γ_a (eq. 13-16)
+        tot = 0.0
+        for a in range(k):
+            gam[a] = np.exp(-param * (dist[a] - dist[0]))
+            tot += gam[a]
+        for a in range(k):
+            gam[a] /= tot
+            g[a] = 2.0 * param * gam[a]
+        return k
+    # JO Alg. 1: η_a = μ(d_a - d_min); grow while λ_k > η_{k+1}, eq. (21); k ≤ cap
+    s1 = 0.0
+    s2 = 0.0
+    ka = 0
+    lam = 1.0  # λ_0 = η_1 + 1
+    while ka < k and (ka == 0 or lam > param * (dist[ka] - dist[0])):
+        e = param * (dist[ka] - dist[0])
+        s1 += e
+        s2 += e * e
+        ka += 1
+        lam = (s1 + np.sqrt(max(ka + s1 * s1 - ka * s2, 0.0))) / ka
+    tot = 0.0
+    for a in range(k):
+        gam[a] = max(lam - param * (dist[a] - dist[0]), 0.0) if a < ka else 0.0
+        tot += gam[a]
+    for a in range(k):
+        gam[a] /= tot  # eq. (19)
+        g[a] = 2.0 * param / tot if a < ka else 0.0  # eq. (22)-(23), λ frozen
+    return ka
+
+
+@njit(cache=True, fastmath=True)
+def anchor_grad_dense(x, V, W, b, c, kind, param, k, use_W):
+    """∂f_c/∂v_j for the k nearest anchors of one sample: (idx (k,), grad (k, D), k*)."""
+    D = V.shape[1]
+    idx = np.empty(k, np.int64)
+    dist = np.empty(k)
+    gam = np.empty(k)
+    g = np.empty(k)
+    _nearest(x, V, k, idx, dist)
+    ka = _weights(dist, kind, param, gam, g)
+    h = np.zeros(k)
+    f = 0.0
+    for a in range(ka):
+        j = idx[a]
+        s = b[c, j]
+        if use_W:
+            for d in range(D):
+                s += W[c, j, d] * x[d]
+        h[a] = s
+        f += gam[a] * s
+    grad = np.zeros((k, D))
+    for a in range(ka):
+        for d in range(D):
+            grad[a, d] = g[a] * (h[a] - f) * (x[d] - V[idx[a], d])
+    return idx, grad, ka
+
+
+@njit(cache=True, fastmath=True)
+def sgd_epoch_anchors_dense(
+    X, Y, order, V, W, b, lam, t0, t, count, skip, bias_scale, use_W,
+    kind, param, k, anchor_scale, n_active, step_max=1e300,
+):
+    n_cls, m, D = W.shape
+    sw = 1.0
+    sb = 1.0
+    idx = np.empty(k, np.int64)
+    dist = np.empty(k)
+    gam = np.empty(k)
+    g = np.empty(k)
+    h = np.empty((n_cls, k))
+    f = np.empty(n_cls)
+    viol = np.empty(n_cls, np.bool_)
+    for p in range(order.shape[0]):
+        i = order[p]
+        eta = 1.0 / (lam * (t + t0))
+        _nearest(X[i], V, k, idx, dist)  # codes from the current anchors (they move)
+        ka = _weights(dist, kind, param, gam, g)
+        n_active[p] = ka
+        any_viol = False
+        for c in range(n_cls):
+            fc = 0.0  # eq. (11): f = γᵀ(W x + b)
+            for a in range(ka):
+                j = idx[a]
+                s = 0.0
+                if use_W:
+                    for d in range(D):
+                        s += W[c, j, d] * X[i, d]
+                h[c, a] = sw * s + sb * b[c, j]
+                fc += gam[a] * h[c, a]
+            f[c] = fc
+            viol[c] = 1.0 - Y[i, c] * fc > 0.0
+            any_viol = any_viol or viol[c]
+        if any_viol:
+            # anchors first, pre-update W, b: v_j += η·scale·Σ_c y_c ∂f_c/∂v_j (eq. 16, 21)
+            for a in range(ka):
+                j = idx[a]
+                s = 0.0
+                for c in range(n_cls):
+                    if viol[c]:
+                        s += Y[i, c] * (h[c, a] - f[c])
+                step = eta * anchor_scale * g[a] * s
+                step = min(max(step, -step_max), step_max)  # optional trust region
+                for d in range(D):
+                    V[j, d] += step * (X[i, d] - V[j, d])
+            for c in range(n_cls):
+                if not viol[c]:
+                    continue
+                for a in range(ka):
+                    j = idx[a]
+                    gc = eta * Y[i, c] * gam[a]
+                    if use_W:  # eq. (17): W[j] += η y γ_j x
+                        gw = gc / sw
+                        for d in range(D):
+                            W[c, j, d] += gw * X[i, d]
+                    b[c, j] += gc * bias_scale / sb  # eq. (18), bias-corrected rate
+        count -= 1
+        if count <= 0:  # eq. (19); b instead of W for SAPL-lcc
+            r = _decay(t, t0, skip)
+            if use_W:
+                sw *= r
+            else:
+                sb *= r
+            count = skip
+            if sw < _FOLD_BELOW:
+                W *= sw
+                sw = 1.0
+            if sb < _FOLD_BELOW:
+                b *= sb
+                sb = 1.0
+        t += 1
+    if sw != 1.0:
+        W *= sw
+    if sb != 1.0:
+        b *= sb
+    return t, count

@@ -20,10 +20,28 @@ plain rate η_t); skip = 16 for dense x, 16·D/avg_nnz for CSR x.
 The hot loop is in ``_sgd_kernel.py`` (numba); :func:`sgd_step_reference` is the
 same step in plain numpy, used by the tests and the benchmark.
 
-Anchor learning (LLC-SAPL, a later issue) hooks in at ``learn_anchors``: on a
-violation the k active anchors move *first*, with the pre-update W, b
-(DESIGN §4), which means codes can no longer be precomputed — the epoch then
-needs a kernel that encodes each sample on the fly.  Not implemented here.
+Anchor learning (LLC-SAPL Alg. 1, LLC-JO Alg. 2; ``learn_anchors=True``): the
+codes are recomputed from the current anchors at every step (the kernel computes
+the distances to all m anchors); on a violation of any output the active anchors
+move *first*, with the pre-update W, b (DESIGN §4):
+
+    v_j += η_t · anchor_scale · Σ_{c: 1 - y_c f_c > 0} y_c ∂f_c/∂v_j      (SAPL eq. 16, 21)
+
+with ∂f/∂v_j = 2β γ_j (h_j - f)(x - v_j) for soft_knn and
+2μ (h_j - f)(x - v_j)/Σ_l(λ - η_l) for adaptive_knn (λ frozen, JO eq. 22); then
+W and b move with the codes of that step (computed before the anchors moved, as
+Alg. 1 computes γ once per iteration).  One set of anchors is shared by all
+one-vs-all outputs (SAPL eq. 21).  Anchors are not regularised.  ``anchor_scale``
+(default 1) multiplies the anchor rate only: η_t = 1/(λ(t + t0)) is tuned for
+W, and the anchors live on the scale of x; in practice the stable range runs from
+~1e-2 (banana, β ≈ 6) to ~3 (ijcnn), so the presets tune it per dataset — beyond
+it the anchors overshoot x and the model collapses within an epoch (the step is
+∝ β·anchor_scale, so the stable anchor_scale scales like 1/β).  ``anchor_step_max``
+(not in the papers, off by default) is a trust region: it clips the fraction c of
+v_j += c (x - v_j) to [-max, max].  Dense X only
+(CSR is densified by the estimator when it fits in memory).  The kernel is
+``_sgd_kernel.sgd_epoch_anchors_dense``; :func:`sgd_step_anchors_reference` is the
+same step in numpy.
 """
 
 from __future__ import annotations
@@ -127,6 +145,119 @@ def sgd_epoch_reference(
             use_W=use_W,
         )
     return t, count
+
+
+def encode_row_reference(x, V, coding):
+    """One sample's code against anchors V (numpy): (idx, γ, g) sorted by (distance, index).
+
+    g are the factors of ∂f/∂v_j = g_j (h_j - f)(x - v_j); zero weights beyond k*.
+    """
+    from ..coding.local import AdaptiveKNNCoding, SoftKNNCoding, adaptive_knn_weights
+
+    d_all = ((x[None, :] - V) ** 2).sum(axis=1)
+    k = min(coding.k, V.shape[0])
+    idx = np.argsort(d_all, kind="stable")[:k]
+    d = d_all[idx][None, :]
+    if isinstance(coding, SoftKNNCoding):
+        gam = coding.weights_from_sq_distances(d, d)[0]
+        g = 2.0 * coding.beta_ * gam  # SAPL eq. (13)-(16)
+    elif isinstance(coding, AdaptiveKNNCoding):
+        w, _, _, norm = adaptive_knn_weights(d, coding.mu)
+        gam = w[0]
+        g = np.where(gam > 0, 2.0 * coding.mu / norm[0], 0.0)  # JO eq. (22), λ frozen
+    else:
+        raise ConfigError(f"learn_anchors needs soft_knn or adaptive_knn, not {coding.name!r}")
+    return idx, gam, g
+
+
+def sgd_step_anchors_reference(
+    W, b, V, x, y, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
+    anchor_scale=1.0, anchor_step_max=None,
+):
+    """One LLC-SAPL / LLC-JO step in plain numpy; W, b, V updated in place.
+
+    Returns (t, count, k*) with k* the number of non-zero weights of the step's code.
+    """
+    eta = 1.0 / (lambda_ * (t + t0))
+    idx, gam, g = encode_row_reference(x, V, coding)  # γ from the current anchors
+    H = W[:, idx] @ x + b[:, idx] if use_W else b[:, idx].copy()  # (C, k): h_j = W_j x + b_j
+    F = H @ gam  # eq. (11)
+    viol = 1.0 - y * F > 0.0
+    if viol.any():
+        # eq. (16)/(21): Σ over violated outputs of y_c ∂f_c/∂v_j, with the pre-update W, b
+        s = (y[viol, None] * (H[viol] - F[viol, None])).sum(axis=0)
+        c = eta * anchor_scale * g * s  # v_j += c_j (x - v_j)
+        if anchor_step_max is not None:
+            c = np.clip(c, -anchor_step_max, anchor_step_max)
+        V[idx] += c[:, None] * (x[None, :] - V[idx])
+        for c in np.flatnonzero(viol):
+            if use_W:
+                W[c, idx] += eta * y[c] * np.outer(gam, x)  # eq. (17)
+            b[c, idx] += eta * bias_scale * y[c] * gam  # eq. (18)
+    count -= 1
+    if count <= 0:
+        r = 1.0 - skip / (t + t0)  # eq. (19)
+        if r < 0.8:
+            r = (1.0 - 1.0 / (t + t0)) ** skip
+        if use_W:
+            W *= r
+        else:
+            b *= r
+        count = skip
+    return t + 1, count, int(np.count_nonzero(gam))
+
+
+def sgd_epoch_anchors_reference(
+    X, Y, order, V, W, b, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
+    anchor_scale=1.0, anchor_step_max=None,
+):
+    """One epoch of :func:`sgd_step_anchors_reference`; returns (t, count, k* per step)."""
+    ks = np.empty(len(order), dtype=np.int64)
+    for p, i in enumerate(order):
+        t, count, ks[p] = sgd_step_anchors_reference(
+            W, b, V, X[i], Y[i], t, count, coding, lambda_=lambda_, t0=t0, skip=skip,
+            bias_scale=bias_scale, use_W=use_W, anchor_scale=anchor_scale,
+            anchor_step_max=anchor_step_max,
+        )
+    return t, count, ks
+
+
+def coding_kernel_args(coding) -> tuple[int, float, int]:
+    """(kind, param, k) of a fitted soft_knn / adaptive_knn coding for the kernel."""
+    from ..coding.local import AdaptiveKNNCoding, SoftKNNCoding
+
+    if isinstance(coding, SoftKNNCoding):
+        if coding.beta_ is None:
+            raise ConfigError("soft_knn with beta='auto' must be fitted before training")
+        return K.CODING_SOFT_KNN, float(coding.beta_), int(coding.k)
+    if isinstance(coding, AdaptiveKNNCoding):
+        return K.CODING_ADAPTIVE_KNN, float(coding.mu), int(coding.k)
+    name = getattr(coding, "name", coding)
+    raise ConfigError(
+        f"learn_anchors needs a coding with an anchor gradient (soft_knn, adaptive_knn), "
+        f"got {name!r}"
+    )
+
+
+def run_epoch_anchors(
+    X, Y, order, V, W, b, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
+    anchor_scale=1.0, anchor_step_max=None,
+):
+    """One learned-anchor epoch with the numba kernel (dense X); W, b, V in place.
+
+    Returns (t, count, k* per step)."""
+    if sp.issparse(X):
+        raise ConfigError("learn_anchors needs dense X (densify it first)")
+    kind, param, k = coding_kernel_args(coding)
+    k = min(k, V.shape[0])
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    ks = np.empty(order.shape[0], dtype=np.int64)
+    t, count = K.sgd_epoch_anchors_dense(
+        X, Y, order, V, W, b, float(lambda_), float(t0), int(t), int(count), int(skip),
+        float(bias_scale), bool(use_W), int(kind), float(param), int(k), float(anchor_scale), ks,
+        1e300 if anchor_step_max is None else float(anchor_step_max),  # finite: fastmath
+    )
+    return t, count, ks
 
 
 def run_epoch(
@@ -270,6 +401,10 @@ def calibrate_t0(
     }
 
 
+class AnchorLearningUnavailable(ConfigError, NotImplementedError):
+    """``learn_anchors=True`` without the anchors and the coding to learn them with."""
+
+
 def train_llc_sgd(
     X,
     Y: np.ndarray,
@@ -286,6 +421,11 @@ def train_llc_sgd(
     random_state=None,
     learn_anchors: bool = False,
     callback: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
+    anchors: np.ndarray | None = None,
+    coding=None,
+    anchor_scale: float = 1.0,
+    epoch_stats: list | None = None,
+    anchor_step_max: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
@@ -294,14 +434,27 @@ def train_llc_sgd(
     permutations (``numpy.random.default_rng``).  ``callback(epoch, W, b)`` runs
     after every epoch (1-based).  Returns (W, b, info) with the resolved t0,
     bias_scale, skip, the step count and per-epoch seconds.
+
+    ``learn_anchors=True`` (LLC-SAPL / LLC-JO) also needs ``anchors`` (m, D) float64
+    C-ordered, moved in place, and the fitted ``coding`` (soft_knn or
+    adaptive_knn) that encodes every step; X must be dense.  ``code`` is then only
+    used by ``t0="calibrate"`` (the initial codes).  ``anchor_scale`` multiplies the
+    anchor rate; ``anchor_step_max`` (None = off, the papers' step) clips the fraction
+    c of each anchor move v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a
+    list, receives one dict per epoch before the callback runs: {"mean_k"} = the mean
+    number of non-zero weights per step (k* of adaptive_knn, JO Fig. 3).
     """
-    if learn_anchors:
-        raise NotImplementedError(
-            "learn_anchors=True (LLC-SAPL anchor updates) belongs to a later issue; "
-            "llc_sgd here trains W, b on fixed anchors with precomputed codes"
+    if learn_anchors and (anchors is None or coding is None):
+        raise AnchorLearningUnavailable(
+            "learn_anchors=True needs anchors= (moved in place) and the fitted coding= "
+            "(soft_knn or adaptive_knn): the codes are recomputed at every step"
         )
     if lambda_ <= 0:
         raise ConfigError(f"lambda must be > 0, got {lambda_}")
+    if not anchor_scale >= 0:
+        raise ConfigError(f"anchor_scale must be >= 0, got {anchor_scale}")
+    if anchor_step_max is not None and not anchor_step_max > 0:
+        raise ConfigError(f"anchor_step_max must be > 0 or None, got {anchor_step_max}")
     if isinstance(bias_scale, str):
         if bias_scale != "auto":
             raise ConfigError(f"bias_scale must be a number or 'auto', got {bias_scale!r}")
@@ -310,7 +463,13 @@ def train_llc_sgd(
     if skip < 1:
         raise ConfigError(f"skip must be >= 1, got {skip}")
     if sp.issparse(X):
+        if learn_anchors:
+            raise ConfigError("learn_anchors needs dense X")
         X = X.tocsr()
+    if learn_anchors:
+        coding_kernel_args(coding)  # a coding with an anchor gradient, fitted
+        if anchors.dtype != np.float64 or not anchors.flags.c_contiguous:
+            raise ConfigError("anchors must be a C-contiguous float64 array (moved in place)")
     rng = np.random.default_rng(random_state)
     info: dict = {}
     if t0 is None:
@@ -334,25 +493,26 @@ def train_llc_sgd(
     n = X.shape[0]
     t, count = 0, skip
     seconds = []
+    mean_k = []
+    kw = dict(lambda_=lambda_, t0=t0, skip=skip, bias_scale=bias_scale, use_W=use_W)
     for epoch in range(1, epochs + 1):
         order = rng.permutation(n)
         start = time.perf_counter()
-        t, count = run_epoch(
-            X,
-            Y,
-            code,
-            order,
-            W,
-            b,
-            t,
-            count,
-            lambda_=lambda_,
-            t0=t0,
-            skip=skip,
-            bias_scale=bias_scale,
-            use_W=use_W,
-        )
+        if learn_anchors:
+            t, count, ks = run_epoch_anchors(
+                X, Y, order, anchors, W, b, t, count, coding, anchor_scale=anchor_scale,
+                anchor_step_max=anchor_step_max, **kw
+            )
+            mean_k.append(float(ks.mean()) if ks.size else 0.0)
+        else:
+            t, count = run_epoch(X, Y, code, order, W, b, t, count, **kw)
+            if code.n_active is not None:
+                mean_k.append(float(code.n_active.mean()))
+            else:
+                mean_k.append(float(code.k))
         seconds.append(time.perf_counter() - start)
+        if epoch_stats is not None:
+            epoch_stats.append({"mean_k": mean_k[-1]})
         if callback is not None:
             callback(epoch, W, b)
     info.update(
@@ -364,4 +524,9 @@ def train_llc_sgd(
         use_W=bool(use_W),
     )
     info["lambda"] = float(lambda_)
+    if learn_anchors:
+        info.update(learn_anchors=True, anchor_scale=float(anchor_scale),
+                    anchor_step_max=anchor_step_max)
+    if code.n_active is not None or learn_anchors:
+        info["mean_k_per_epoch"] = mean_k
     return W, b, info

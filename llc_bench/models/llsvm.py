@@ -5,6 +5,12 @@ f(x) = γ(x)ᵀ W x + γ(x)ᵀ b (eq. 8), anchors by k-means, inverse-distance c
 over the k nearest anchors, W, b initialised by LIBLINEAR on Kronecker features
 (LLC-SAPL eq. 20) and refined by SGD (Alg. 1, DESIGN §4/§6).
 
+``learn_anchors=True`` turns either into its supervised-anchor version: LLC-SAPL
+(Mao et al. 2015, soft_knn coding; SAPL-lcc with ``use_W=False``) or LLC-JO
+(Zhang et al., ``coding="adaptive_knn"``): the anchors move with the SGD steps
+(``llc_sgd`` module docstring) and prediction encodes with the learned anchors.
+``coding="adaptive_knn"`` with fixed anchors is the JO coding alone.
+
 ``LCCSVMClassifier`` — LCC+SVM (Yu et al. 2009 as run by LLC-SAPL): a linear
 SVM on the local coordinates, f(x) = bᵀγ(x) (LL-SVM eq. 15, W = 0), with the
 localized soft-assignment coding (LLC-SAPL eq. 2).  It is the same estimator as
@@ -38,9 +44,18 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
-from ..coding.local import CODINGS, LocalCode, make_coding, row_sq_norms
+from ..coding.local import (
+    CODINGS,
+    LEARNABLE_CODINGS,
+    LocalCode,
+    make_coding,
+    row_sq_norms,
+)
 from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
 from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
+
+#: Largest n·D for which CSR input is densified for ``learn_anchors`` (400 MB).
+MAX_DENSE_ENTRIES = 50_000_000
 
 #: Rows × (anchors + outputs) per chunk of the prediction GEMM.
 _PREDICT_CHUNK_ENTRIES = 1 << 22
@@ -55,6 +70,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             return {"beta": self.beta}
         if self.coding == "inverse_distance":
             return {"power": self.power}
+        if self.coding == "adaptive_knn":
+            return {"mu": self.mu}
         return {}
 
     def _check_params(self):
@@ -87,6 +104,21 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         bs = self.bias_scale
         if not (bs == "auto" or (isinstance(bs, numbers.Real) and bs >= 0)):
             raise ValueError(f"bias_scale must be 'auto' or a number >= 0, got {bs!r}")
+        if not (isinstance(self.mu, numbers.Real) and self.mu > 0):
+            raise ValueError(f"mu must be > 0, got {self.mu!r}")
+        if not isinstance(self.learn_anchors, bool | np.bool_):
+            raise ValueError(f"learn_anchors must be a bool, got {self.learn_anchors!r}")
+        sc = self.anchor_scale
+        if not (isinstance(sc, numbers.Real) and sc >= 0):
+            raise ValueError(f"anchor_scale must be a number >= 0, got {sc!r}")
+        sm = self.anchor_step_max
+        if not (sm is None or (isinstance(sm, numbers.Real) and sm > 0)):
+            raise ValueError(f"anchor_step_max must be None or > 0, got {sm!r}")
+        if self.learn_anchors and self.coding not in LEARNABLE_CODINGS:
+            raise ValueError(
+                f"learn_anchors needs a coding with an anchor gradient {LEARNABLE_CODINGS}, "
+                f"got {self.coding!r}"
+            )
 
     @staticmethod
     def _prepare_X(X):
@@ -97,8 +129,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 X.sum_duplicates()
         return X
 
-    def _encode(self, X) -> LocalCode:
-        return self.coding_.encode(X, self.anchors_)
+    def _encode(self, X, anchors=None) -> LocalCode:
+        return self.coding_.encode(X, self.anchors_ if anchors is None else anchors)
 
     # -------------------------------------------------------------------- fit
     def fit(self, X, y, eval_set=None):
@@ -113,7 +145,13 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             "total" (without history);
           history: one entry per epoch, epoch 0 = after the init: "epoch",
             "objective" (λ/2 Σ_c||θ_c||² + 1/N Σ_n Σ_c hinge, θ = W, or b for
-            LCC+SVM), "train_accuracy", "train_hinge", "test_accuracy" (eval_set);
+            LCC+SVM), "train_accuracy", "train_hinge", and with eval_set
+            "test_accuracy", "test_hinge" (hinge as the record's metric: averaged
+            over samples and, multi-class, over the one-vs-all outputs).  With
+            learned anchors every entry re-encodes with the anchors of that epoch.
+            Variable-k codings (adaptive_knn) add "train_mean_k" / "test_mean_k"
+            (mean k* of the codes) and, from epoch 1, "sgd_mean_k" (mean k* over
+            the epoch's SGD steps, JO Fig. 3);
           model_size: n_anchors, k, n_outputs, n_features, n_parameters;
           anchors / coding / init / sgd: the settings actually used (effective m,
             β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
@@ -122,6 +160,16 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         self._check_params()
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         X = self._prepare_X(X)
+        learn = bool(self.learn_anchors)
+        notes = []
+        if learn and sp.issparse(X):
+            if X.shape[0] * X.shape[1] > MAX_DENSE_ENTRIES:
+                raise ValueError(
+                    f"learn_anchors needs dense X; {X.shape[0]} x {X.shape[1]} is above "
+                    f"{MAX_DENSE_ENTRIES} entries"
+                )
+            X = np.ascontiguousarray(X.toarray())
+            notes.append("learn_anchors: sparse X densified for training")
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         n_classes = len(self.classes_)
@@ -176,6 +224,10 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         # ------------------------------------------------ per-epoch history
         history: list = []
         hist_time = [0.0]
+        epoch_stats: list = []
+        variable_k = bool(getattr(self.coding_, "variable_k", False))
+        if learn:
+            self.initial_anchors_ = self.anchors_.copy()
         test = None
         if self.history and eval_set is not None:
             Xt, yt = eval_set
@@ -185,22 +237,36 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 )
             )
             test = (Xt, np.asarray(yt), self._encode(Xt))
+            Yt = labels_matrix(np.searchsorted(self.classes_, test[1]), n_classes)
+            known = np.isin(test[1], self.classes_)
         lam = float(self.lambda_)
 
         def record(epoch, W, b):
             t_rec = time.perf_counter()
-            F = decision_from_codes(X, code, W, b, use_W)
-            hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
+            # learned anchors move: re-encode with the anchors of this epoch
+            code_now = self._encode(X) if (learn and epoch > 0) else code
+            F = decision_from_codes(X, code_now, W, b, use_W)
+            loss = np.maximum(0.0, 1.0 - Y * F)
             theta = W if use_W else b
             entry = {
                 "epoch": epoch,
-                "objective": float(0.5 * lam * np.dot(theta.ravel(), theta.ravel()) + hinge),
-                "train_hinge": float(hinge),
+                "objective": float(
+                    0.5 * lam * np.dot(theta.ravel(), theta.ravel()) + loss.sum(axis=1).mean()
+                ),
+                "train_hinge": float(loss.mean()),
                 "train_accuracy": float(np.mean(self._labels_from_scores(F) == y)),
             }
+            if variable_k:
+                entry["train_mean_k"] = float(code_now.n_active.mean())
+            if epoch > 0 and epoch_stats:
+                entry["sgd_mean_k"] = epoch_stats[-1]["mean_k"]
             if test is not None:
-                Ft = decision_from_codes(test[0], test[2], W, b, use_W)
+                code_t = self._encode(test[0]) if (learn and epoch > 0) else test[2]
+                Ft = decision_from_codes(test[0], code_t, W, b, use_W)
                 entry["test_accuracy"] = float(np.mean(self._labels_from_scores(Ft) == test[1]))
+                entry["test_hinge"] = float(np.maximum(0.0, 1.0 - Yt[known] * Ft[known]).mean())
+                if variable_k:
+                    entry["test_mean_k"] = float(code_t.n_active.mean())
             history.append(entry)
             hist_time[0] += time.perf_counter() - t_rec
 
@@ -221,7 +287,13 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             skip=self.skip,
             use_W=use_W,
             random_state=int(seed_sgd),
+            learn_anchors=learn,
             callback=record if self.history else None,
+            anchors=self.anchors_ if learn else None,
+            coding=self.coding_ if learn else None,
+            anchor_scale=float(self.anchor_scale),
+            epoch_stats=epoch_stats,
+            anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
         )
         timings["sgd"] = time.perf_counter() - t - hist_time[0]
         timings["history"] = hist_time[0]
@@ -229,7 +301,6 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         self.W_ = W
         self.b_ = b
         n_params = n_out * m * (D + 1) if use_W else n_out * m
-        notes = []
         if m < self.n_anchors:
             notes.append(f"n_anchors capped at the {n} training rows: m = {m}")
         if k < self.k:
@@ -347,9 +418,10 @@ class LLSVMClassifier(_LocalSVMBase):
         m, the number of anchors (capped at the number of training rows).
     k : int, default 8
         Active (nearest) anchors per sample.
-    coding : {"inverse_distance", "soft_knn"}, default "inverse_distance"
-        Local coding: the paper's inverse distance, or the Gaussian/soft
-        assignment exp(-β d²) over the k nearest (the released code's coding).
+    coding : {"inverse_distance", "soft_knn", "adaptive_knn"}, default "inverse_distance"
+        Local coding: the paper's inverse distance, the Gaussian/soft
+        assignment exp(-β d²) over the k nearest (the released code's coding;
+        LLC-SAPL eq. 2), or LLC-JO's adaptive k*-NN coding (k = cap on k*).
     beta : float or "auto", default "auto"
         β of ``soft_knn`` (see ``llc_bench.coding.local`` for "auto").
     power : float, default 1.0
@@ -384,6 +456,20 @@ class LLSVMClassifier(_LocalSVMBase):
         Record objective / accuracies after the init and every epoch.
     random_state : int, RandomState or None
         Seeds k-means, the β subsample, the init subsample and the SGD order.
+    mu : float, default 1.0
+        μ of ``adaptive_knn`` (LLC-JO's "Lipschitz to noise ratio"): η = μ d with
+        d the squared distance; larger μ, fewer active anchors (JO Fig. 4).
+        1.0 is from the JO grid {0.1, ..., 100}.
+    learn_anchors : bool, default False
+        Move the active anchors on every margin violation (LLC-SAPL eq. 16, 21;
+        LLC-JO eq. 24) before the W, b update; needs ``soft_knn`` or
+        ``adaptive_knn``.  False = fixed k-means anchors (LL-SVM).
+    anchor_scale : float, default 1.0
+        Multiplier of the anchor learning rate: v_j += η_t·anchor_scale·y·∂f/∂v_j.
+    anchor_step_max : float or None, default None
+        Optional trust region (not in the papers): each anchor move is
+        v_j += c (x - v_j) with c clipped to [-anchor_step_max, anchor_step_max]
+        (1 = never past x).  None = the papers' unclipped step.
     """
 
     def __init__(
@@ -404,6 +490,10 @@ class LLSVMClassifier(_LocalSVMBase):
         max_nnz=DEFAULT_MAX_NNZ,
         history=True,
         random_state=None,
+        mu=1.0,
+        learn_anchors=False,
+        anchor_scale=1.0,
+        anchor_step_max=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -421,6 +511,10 @@ class LLSVMClassifier(_LocalSVMBase):
         self.max_nnz = max_nnz
         self.history = history
         self.random_state = random_state
+        self.mu = mu
+        self.learn_anchors = learn_anchors
+        self.anchor_scale = anchor_scale
+        self.anchor_step_max = anchor_step_max
 
 
 class LCCSVMClassifier(_LocalSVMBase):
@@ -451,6 +545,10 @@ class LCCSVMClassifier(_LocalSVMBase):
         max_nnz=DEFAULT_MAX_NNZ,
         history=True,
         random_state=None,
+        mu=1.0,
+        learn_anchors=False,
+        anchor_scale=1.0,
+        anchor_step_max=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -468,3 +566,7 @@ class LCCSVMClassifier(_LocalSVMBase):
         self.max_nnz = max_nnz
         self.history = history
         self.random_state = random_state
+        self.mu = mu
+        self.learn_anchors = learn_anchors
+        self.anchor_scale = anchor_scale
+        self.anchor_step_max = anchor_step_max
