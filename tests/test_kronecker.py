@@ -186,3 +186,14 @@ def test_estimator_reports_init_subsample():
     clf = LLSVMClassifier(n_anchors=5, k=2, epochs=1, max_nnz=400, random_state=0).fit(X, y)
     assert clf.fit_info_["init"]["subsampled"] and clf.fit_info_["init"]["n_rows"] == 50
     assert any("subsample of 50 of 200 rows" in note for note in clf.fit_info_["notes"])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_without_the_appended_one_is_gamma_kron_x(sparse):
+    X, V, code = _toy(sparse=sparse)
+    Xin = sp.csr_matrix(X) if sparse else X
+    Z = build_kronecker(Xin, code, 5, append_one=False)
+    G = code.to_dense(5)
+    ref = np.stack([np.kron(G[i], X[i]) for i in range(len(X))])
+    np.testing.assert_allclose(Z.toarray(), ref, rtol=1e-15)
+    assert Z.nnz == kronecker_nnz(len(X), 2, 3, Xin.nnz if sparse else None, append_one=False)

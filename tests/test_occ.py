@@ -10,7 +10,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from llc_bench.coding.occ import as_local_code, fit_bases, fit_basis, occ_codes
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator
-from llc_bench.models.occ import OCCClassifier, occ_kronecker
+from llc_bench.models.kronecker import build_kronecker
+from llc_bench.models.occ import OCCClassifier
 
 
 def _data(n=300, d=8, classes=3, seed=0):
@@ -20,6 +21,11 @@ def _data(n=300, d=8, classes=3, seed=0):
 
 
 # ------------------------------------------------------------------ basis and codes
+
+
+def occ_kronecker(X, G):
+    """z = γ ⊗ x (eq. 9's features, one shared bias)."""
+    return build_kronecker(X, as_local_code(G), G.shape[1], append_one=False)
 
 
 @pytest.mark.parametrize("svd", ["full", "randomized"])

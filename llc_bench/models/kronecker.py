@@ -45,33 +45,39 @@ from .liblinear_fit import fit_liblinear
 DEFAULT_MAX_NNZ = 50_000_000
 
 
-def kronecker_nnz(n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True) -> int:
-    """Stored entries of z for n rows: k(D+1)·n dense, k(nnz(X) + n) for CSR X, k·n without x."""
+def kronecker_nnz(n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True,
+                  append_one: bool = True) -> int:
+    """Stored entries of z for n rows: k(D+1)·n dense, k(nnz(X) + n) for CSR X, k·n without
+    x; without the appended 1 (``append_one=False``, z = γ ⊗ x) one entry less per slot."""
     if not include_x:
         return int(n) * int(k)
+    one = 1 if append_one else 0
     if x_nnz is None:
-        return int(n) * int(k) * (int(D) + 1)
-    return int(k) * (int(x_nnz) + int(n))
+        return int(n) * int(k) * (int(D) + one)
+    return int(k) * (int(x_nnz) + one * int(n))
 
 
 def kronecker_memory(
-    n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True
+    n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True,
+    append_one: bool = True,
 ) -> dict:
     """Bytes needed for z (CSR: float64 data + int32/int64 indices + int64 indptr) and
     for LIBLINEAR's copy of it ((nnz + 2n) feature_node of 16 bytes, DESIGN §7)."""
-    nnz = kronecker_nnz(n, k, D, x_nnz, include_x)
+    nnz = kronecker_nnz(n, k, D, x_nnz, include_x, append_one)
     idx_bytes = 4 if nnz < 2**31 else 8
     csr = nnz * (8 + idx_bytes) + (n + 1) * 8
     lib = (nnz + 2 * n) * 16 + n * 8
     return {"nnz": nnz, "csr_bytes": csr, "liblinear_bytes": lib, "total_bytes": csr + lib}
 
 
-def build_kronecker(X, code: LocalCode, m: int, include_x: bool = True) -> sp.csr_matrix:
-    """z = γ(x) ⊗ [x; 1] for every row (or z = γ(x) when ``include_x`` is False).
+def build_kronecker(X, code: LocalCode, m: int, include_x: bool = True,
+                    append_one: bool = True) -> sp.csr_matrix:
+    """z = γ(x) ⊗ [x; 1] for every row (or z = γ(x) when ``include_x`` is False, or
+    z = γ(x) ⊗ x when ``append_one`` is False: OCC eq. 9 with one shared bias).
 
     ``X`` dense (n, D) or CSR; ``code`` has indices ascending per row (as the
     coders return them), so the columns come out sorted within each row.
-    Shape (n, m(D+1)), or (n, m).
+    Shape (n, m(D+1)), (n, mD) or (n, m).
     """
     idx = np.asarray(code.indices)
     gam = np.asarray(code.weights, dtype=np.float64)
@@ -82,24 +88,29 @@ def build_kronecker(X, code: LocalCode, m: int, include_x: bool = True) -> sp.cs
         Z.has_sorted_indices = True
         return Z
     D = X.shape[1]
-    width = m * (D + 1)
-    nnz = kronecker_nnz(n, k, D, X.nnz if sp.issparse(X) else None)
+    E = D + 1 if append_one else D  # width of one anchor's block
+    width = m * E
+    nnz = kronecker_nnz(n, k, D, X.nnz if sp.issparse(X) else None, append_one=append_one)
     ind_dtype = np.int32 if max(nnz, width) < 2**31 else np.int64
     if not sp.issparse(X):
         X = np.asarray(X, dtype=np.float64)
         # data[i, a, :] = γ_{idx[i,a]}(x_i) · [x_i; 1]   (LLC-SAPL eq. 20)
-        data = np.empty((n, k, D + 1))
+        data = np.empty((n, k, E))
         np.multiply(gam[:, :, None], X[:, None, :], out=data[:, :, :D])
-        data[:, :, D] = gam
-        cols = idx.astype(ind_dtype)[:, :, None] * (D + 1) + np.arange(D + 1, dtype=ind_dtype)
-        indptr = np.arange(n + 1, dtype=np.int64) * (k * (D + 1))
+        if append_one:
+            data[:, :, D] = gam
+        cols = idx.astype(ind_dtype)[:, :, None] * E + np.arange(E, dtype=ind_dtype)
+        indptr = np.arange(n + 1, dtype=np.int64) * (k * E)
         Z = sp.csr_matrix((data.reshape(-1), cols.reshape(-1), indptr), shape=(n, width))
     else:
         Xc = X.tocsr()
         if not Xc.has_sorted_indices:
             Xc = Xc.sorted_indices()
-        Xa = sp.hstack([Xc, np.ones((n, 1))], format="csr")  # the 1 is the last column
-        Xa.sort_indices()
+        if append_one:
+            Xa = sp.hstack([Xc, np.ones((n, 1))], format="csr")  # the 1 is the last column
+            Xa.sort_indices()
+        else:
+            Xa = Xc
         L = np.diff(Xa.indptr).astype(np.int64)  # entries of [x; 1] per row
         rows = np.repeat(np.arange(n), L)
         offset = np.arange(Xa.nnz, dtype=np.int64) - Xa.indptr[rows]
@@ -110,7 +121,7 @@ def build_kronecker(X, code: LocalCode, m: int, include_x: bool = True) -> sp.cs
         for a in range(k):  # k slots, each a vectorised pass over all entries
             pos = base + a * L[rows]
             data[pos] = Xa.data * gam[rows, a]
-            cols[pos] = Xa.indices + idx[rows, a].astype(ind_dtype) * (D + 1)
+            cols[pos] = Xa.indices + idx[rows, a].astype(ind_dtype) * E
         Z = sp.csr_matrix((data, cols, indptr), shape=(n, width))
     Z.has_sorted_indices = True
     return Z

@@ -63,46 +63,7 @@ from .linear import DEFAULT_C_GRID, cross_validate_C
 from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
 
 LOSSES = {"squared_hinge": "l2_squared_hinge", "hinge": "l2_hinge"}
-_KRON_CHUNK_ENTRIES = 1 << 22  # entries of γ ⊗ [x; 1] built per chunk
 _PREDICT_CHUNK_ENTRIES = 1 << 22  # rows × outputs × M per prediction chunk
-
-
-def occ_kronecker_memory(n: int, M: int, D: int, x_nnz: int) -> dict:
-    """Bytes for z = γ ⊗ x (M·nnz(X) entries): ``kronecker_memory``'s k(x_nnz + n)
-    with x_nnz → nnz(X) − n; its LIBLINEAR term (nnz + 2n nodes) counts ``-B``."""
-    return kronecker_memory(n, M, D, x_nnz=x_nnz - n)
-
-
-def occ_kronecker(X, G: np.ndarray) -> sp.csr_matrix:
-    """z = γ(x) ⊗ x, (n, M·D), basis v's block = columns v·D .. v·D + D - 1.
-
-    Adapter over ``kronecker.build_kronecker``, which builds γ ⊗ [x; 1] (LL-SVM's
-    per-anchor biases): built in row chunks, each chunk's M constant columns
-    dropped, so the extra memory is one chunk.  X dense or CSR.
-    """
-    n, M = G.shape
-    D = X.shape[1]
-    row_nnz = M * (np.diff(X.indptr) if sp.issparse(X) else np.full(n, D))
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(row_nnz, out=indptr[1:])
-    ind_dtype = np.int32 if max(int(indptr[-1]), M * (D + 1)) < 2**31 else np.int64
-    data = np.empty(indptr[-1])
-    cols = np.empty(indptr[-1], dtype=ind_dtype)
-    code = as_local_code(G)
-    chunk = max(1, _KRON_CHUNK_ENTRIES // max(1, M * (D + 1)))
-    for start in range(0, n, chunk):  # chunks of rows, each vectorised
-        stop = min(n, start + chunk)
-        Zc = build_kronecker(X[start:stop], code.take(slice(start, stop)), M)
-        c = Zc.indices.astype(ind_dtype)
-        keep = c % (D + 1) != D
-        data[indptr[start] : indptr[stop]] = Zc.data[keep]
-        c = c[keep]
-        cols[indptr[start] : indptr[stop]] = c - c // (D + 1)  # v(D+1) + d -> vD + d
-    Z = sp.csr_matrix((data, cols, indptr), shape=(n, M * D))
-    Z.has_sorted_indices = True
-    return Z
-
-
 def _kronecker_input(X):
     """Dense X with at least half zeros (MNIST's raw pixels) goes in as CSR: z keeps
     only the non-zeros of x, the same matrix with fewer stored entries."""
@@ -314,9 +275,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                                "gamma(x) kron x" if shared else "gamma(x) kron [x; 1]")}
         rows = None
         if kron:
-            x_nnz = Xk.nnz if sp.issparse(Xk) else n * D
-            mem = (occ_kronecker_memory(n, M, D, x_nnz) if shared else
-                   kronecker_memory(n, M, D, Xk.nnz if sp.issparse(Xk) else None))
+            mem = kronecker_memory(n, M, D, Xk.nnz if sp.issparse(Xk) else None,
+                                   append_one=not shared)
             solver.update(estimated_nnz=mem["nnz"], estimated_bytes=mem["total_bytes"],
                           max_nnz=int(self.max_nnz), subsampled=False, n_rows=n)
             if mem["nnz"] > self.max_nnz:
@@ -337,10 +297,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             t = time.perf_counter()
             if not kron:
                 F = G
-            elif shared:
-                F = occ_kronecker(Xs, G)
-            else:
-                F = build_kronecker(Xs, as_local_code(G), basis.M)
+            else:  # γ ⊗ x with one shared bias (eq. 9), or γ ⊗ [x; 1]
+                F = build_kronecker(Xs, as_local_code(G), basis.M, append_one=not shared)
             timings["build"] += time.perf_counter() - t
             target = ys if positive is None else (ys == positive).astype(np.int64)
             t = time.perf_counter()
