@@ -59,7 +59,8 @@ def test_default_run_then_cache_hit_then_force(tmp_path):
     record = json.loads(path.read_text())
     assert record["config"]["trainer"]["name"] == "liblinear"
     assert record["data"]["n_train"] + record["data"]["n_test"] == 5300
-    assert set(record["timings"]) >= {"load", "preprocess", "train_total", "test_total"}
+    assert set(record["timings"]) >= {"load", "preprocess", "train_total", "train", "test_total"}
+    assert record["timings"]["train"] <= record["timings"]["train_total"]
     assert record["versions"]["liblinear-official"]
     assert list((tmp_path / "results" / "hydra").rglob("record.json"))  # copy in Hydra's dir
 

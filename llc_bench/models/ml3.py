@@ -201,7 +201,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         not one-vs-all margins, so the runner reports no hinge for them (the
         eq. 9 loss is in ``fit_info_["history"]``).
     fit_info_ : dict
-        ``timings`` (seconds: init, cccp, evaluation), ``history`` (one entry
+        ``timings`` (seconds: cv, init, cccp, history), ``history`` (one entry
         per CCCP iteration: iteration, objective = lambda/2 ||W||^2 + mean
         eq. 9b hinge, train_error, test_error when ``eval_set`` is given,
         sgd_violations), and ``model_size`` (n_models, n_params).
@@ -348,7 +348,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         self.lambda_used_ = lam
         self.hinge_defined_ = n_classes == 2
         self.fit_info_ = {
-            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "evaluation": t_eval},
+            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "history": t_eval},
             "selected": {"lambda": lam},
             "cv_error": cv_errors,
             "history": history,
