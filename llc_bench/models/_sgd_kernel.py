@@ -48,6 +48,25 @@ def _decay(t, t0, skip):
     return r
 
 
+@njit(cache=True, inline="always")
+def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
+    """Skip regularisation (LL-SVM eq. 13, SAPL eq. 19) on the scale factors: W shrinks
+    by r (b instead when W is not learned: LCC variants); a scale that has become small
+    is folded into its array."""
+    r = _decay(t, t0, skip)
+    if use_W:
+        sw *= r
+    else:
+        sb *= r
+    if sw < _FOLD_BELOW:
+        W *= sw
+        sw = 1.0
+    if sb < _FOLD_BELOW:
+        b *= sb
+        sb = 1.0
+    return sw, sb
+
+
 @njit(cache=True, fastmath=True)
 def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W):
     n_cls, m, D = W.shape
@@ -79,18 +98,8 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
                     b[c, j] += g * bias_scale / sb  # eq. (12) with the bias-corrected rate
         count -= 1
         if count <= 0:  # skip regularisation, eq. (13); b instead of W for LCC+SVM
-            r = _decay(t, t0, skip)
-            if use_W:
-                sw *= r
-            else:
-                sb *= r
+            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
             count = skip
-            if sw < _FOLD_BELOW:
-                W *= sw
-                sw = 1.0
-            if sb < _FOLD_BELOW:
-                b *= sb
-                sb = 1.0
         t += 1
     if sw != 1.0:
         W *= sw
@@ -133,18 +142,8 @@ def sgd_epoch_csr(
                     b[c, j] += g * bias_scale / sb  # eq. (12)
         count -= 1
         if count <= 0:  # eq. (13)
-            r = _decay(t, t0, skip)
-            if use_W:
-                sw *= r
-            else:
-                sb *= r
+            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
             count = skip
-            if sw < _FOLD_BELOW:
-                W *= sw
-                sw = 1.0
-            if sb < _FOLD_BELOW:
-                b *= sb
-                sb = 1.0
         t += 1
     if sw != 1.0:
         W *= sw
@@ -344,18 +343,8 @@ def sgd_epoch_anchors_dense(
                     b[c, j] += gc * bias_scale / sb  # eq. (18), bias-corrected rate
         count -= 1
         if count <= 0:  # eq. (19); b instead of W for SAPL-lcc
-            r = _decay(t, t0, skip)
-            if use_W:
-                sw *= r
-            else:
-                sb *= r
+            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
             count = skip
-            if sw < _FOLD_BELOW:
-                W *= sw
-                sw = 1.0
-            if sb < _FOLD_BELOW:
-                b *= sb
-                sb = 1.0
         t += 1
     if sw != 1.0:
         W *= sw
