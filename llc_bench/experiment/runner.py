@@ -16,7 +16,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from llc_bench.errors import ConfigError, DatasetError
-from llc_bench.experiment.environment import host_info, package_versions
+from llc_bench.experiment.environment import code_revision, host_info, package_versions
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
 from llc_bench.models._validation import labels_from_scores
@@ -165,6 +165,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
         "fit_info": fit_info,
         "started": started.isoformat(timespec="seconds"),
         "versions": package_versions(),
+        "code_revision": code_revision(),
         "host": host_info(),
     }
     store.save(record)
