@@ -122,3 +122,15 @@ def test_csv_and_latex(result, tmp_path):
     cols = [c.strip() for c in table_row.strip("|").split("|")]
     assert cols[1:5] == ["4", "3", "1", "0"]
     assert "not reproducible" in cols[5] and "not yet implemented" in cols[5]
+
+
+def test_derived_rows_render_their_own_metric(result):
+    """A derived row (ML3 Table 2's average rank) holds cells of its own metric."""
+    from llc_bench.tables.aggregate import CellResult
+
+    result.spec.derived["average_rank"] = "rank"
+    result.rows.append("average_rank")
+    result.cells[("average_rank", "llsvm", "rank")] = CellResult(
+        "average_rank", "llsvm", "rank", None, values=[1.5], seeds=[0], n_planned=1)
+    line = next(x for x in render_markdown(result).splitlines() if x.startswith("| average_rank"))
+    assert "1.5" in line

@@ -110,8 +110,9 @@ def matrix(result: TableResult, metric: str, notes: Footnotes, tex: bool = False
     index = []
     for dataset in result.rows:
         row = []
+        row_metric = spec.derived.get(dataset, metric)  # a derived row has its own metric
         for method in spec.methods:
-            cell = result.cells.get((dataset, method, metric))
+            cell = result.cells.get((dataset, method, row_metric))
             if cell is None:
                 row.append("")
                 continue
