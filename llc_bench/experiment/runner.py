@@ -8,6 +8,7 @@ the trainer names; a key the estimator does not know is a configuration error.
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,20 +23,31 @@ from llc_bench.experiment.results import ResultsStore, atomic_write_json, config
 from llc_bench.models._validation import labels_from_scores
 
 
-def _estimator_classes() -> dict[str, type]:
-    from llc_bench.models.kernel import KernelSVMClassifier
-    from llc_bench.models.linear import LinearSVMClassifier
-    from llc_bench.models.llsvm import LLSVMClassifier
-    from llc_bench.models.ml3 import ML3Classifier
-    from llc_bench.models.occ import OCCClassifier
+# trainer.name -> "module:Class".  Imported only when a run names it.
+ESTIMATORS = {
+    "liblinear": "llc_bench.models.linear:LinearSVMClassifier",
+    "libsvm": "llc_bench.models.kernel:KernelSVMClassifier",
+    "llc_sgd": "llc_bench.models.llsvm:LLSVMClassifier",
+    "ml3_cccp": "llc_bench.models.ml3:ML3Classifier",
+    "occ": "llc_bench.models.occ:OCCClassifier",
+    "svm_knn": "llc_bench.models.svm_knn:SVMKNNClassifier",
+    "csvm": "llc_bench.models.csvm:ClusteredSVMClassifier",
+    "ldkl": "llc_bench.models.ldkl:LDKLClassifier",
+    "lcc_linear": "llc_bench.models.lcc_linear:LCCLinearSVMClassifier",
+    "nystroem": "llc_bench.models.nystroem:NystroemSVMClassifier",
+}
 
-    return {"liblinear": LinearSVMClassifier, "libsvm": KernelSVMClassifier,
-            "llc_sgd": LLSVMClassifier, "ml3_cccp": ML3Classifier,
-            "occ": OCCClassifier}
+# Codings that a trainer implements itself: the coding group's keys (but not its name)
+# become constructor arguments, with no ``coding`` argument.
+BUILT_IN_CODINGS = {"ml3_cccp": "latent", "lcc_linear": "llc"}
 
 
-# Codings that a trainer implements itself (no ``coding`` constructor argument).
-BUILT_IN_CODINGS = {"ml3_cccp": "latent"}
+def estimator_class(name: str) -> type:
+    """The estimator class of ``trainer.name`` (a ConfigError if unknown)."""
+    if name not in ESTIMATORS:
+        raise ConfigError(f"trainer.name={name!r} is not one of {sorted(ESTIMATORS)}")
+    module, _, attr = ESTIMATORS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def _plain(value):
@@ -51,21 +63,18 @@ def build_estimator(config: Mapping):
     """The estimator a resolved run config describes (``trainer`` + ``coding`` + ``seed``)."""
     trainer = dict(config["trainer"])
     coding = dict(config.get("coding") or {"name": "none"})
-    classes = _estimator_classes()
     name = trainer.pop("name", None)
-    if name not in classes:
-        raise ConfigError(f"trainer.name={name!r} is not one of {sorted(classes)}")
-    cls = classes[name]
+    cls = estimator_class(name)
     known = set(cls().get_params())
     kwargs = {}
     coding_name = coding.pop("name", "none")
     if coding_name == BUILT_IN_CODINGS.get(name):
-        coding_name = "none"
-    if coding_name != "none":
+        kwargs.update(coding)
+    elif coding_name != "none":
         if "coding" not in known:
             raise ConfigError(f"trainer {name} takes no local coding; got coding={coding_name}")
         kwargs["coding"] = coding_name
-        kwargs.update({k: v for k, v in coding.items()})
+        kwargs.update(coding)
     kwargs.update(trainer)
     unknown = sorted(set(kwargs) - known)
     if unknown:
