@@ -197,6 +197,28 @@ def test_missing_file_offline(tmp_path):
                    tmp_path / "home", tmp_path / "mirror", "https://example.org/toy.bz2")
 
 
+def test_validation_holds_out_training_rows_and_never_uses_the_test_split(tmp_path, toy_file):
+    test = tmp_path / "toy.t"
+    test.write_bytes(svmlight_rows(20, seed=1))
+    files = {"train": {"path": str(toy_file)}, "test": {"path": str(test)}}
+    full = load(toy_spec(files, split={"protocol": "files"}, scaling="none"), tmp_path, seed=2)
+    ds = load(toy_spec(files, split={"protocol": "files"}, scaling="none", validation=0.25),
+              tmp_path, seed=2)
+    assert (ds.n_train, ds.n_test) == (68, 22)
+    rows = {tuple(r) for r in full.X_train}
+    assert all(tuple(r) in rows for r in ds.X_test)  # validation rows come from train
+    assert not {tuple(r) for r in ds.X_test} & {tuple(r) for r in ds.X_train}
+    assert not {tuple(r) for r in ds.X_test} & {tuple(r) for r in full.X_test}
+    assert ds.info["validation"]["validation"] == 22 and ds.info["validation"]["train"] == 68
+    again = load(toy_spec(files, split={"protocol": "files"}, scaling="none", validation=0.25),
+                 tmp_path, seed=2)
+    np.testing.assert_array_equal(ds.X_test, again.X_test)
+    assert full.info["validation"] is None
+    for bad in (1.5, 0, "x"):
+        with pytest.raises(ConfigError, match="validation"):
+            load(toy_spec(files, split={"protocol": "files"}, validation=bad), tmp_path)
+
+
 def test_bad_config_values_are_config_errors(tmp_path, toy_file):
     for bad in ({"split": {"protocol": "stratified"}}, {"scaling": "minmax"},
                 {"split": {"protocol": "fraction", "test_fraction": 1.5}}, {"typo_key": 1}):

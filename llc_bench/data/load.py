@@ -91,6 +91,21 @@ def _split(spec: DatasetSpec, encoded: dict, seed: int):
     return X[train], y[train], X[test], y[test]
 
 
+def _hold_out(X, y, fraction, seed: int):
+    """Split the training rows into train and a held-out validation set (seeded stream 3);
+    the test split is dropped, so hyper-parameters tuned on these runs never see it."""
+    n = len(y)
+    n_val = round(n * fraction)
+    if not 0 < n_val < n:
+        raise ConfigError(f"validation={fraction}: holds out {n_val} of {n} training rows")
+    perm = np.random.default_rng([seed, 3]).permutation(n)
+    val, keep = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    info = {"fraction": str(fraction), "train": int(n - n_val), "validation": int(n_val),
+            "stream": "default_rng([seed, 3])",
+            "note": "test metrics are on held-out training rows; the test split is unused"}
+    return X[keep], y[keep], X[val], y[val], info
+
+
 def _as_float(X, sparse: bool, value_scale: float | None):
     """float64 copy (C-contiguous array, or CSR when ``sparse``), times ``value_scale``."""
     if sp.issparse(X) and sparse:
@@ -134,6 +149,9 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
         X_tr, y_tr = X_tr[keep_tr], y_tr[keep_tr]
     if keep_te is not None:
         X_te, y_te = X_te[keep_te], y_te[keep_te]
+    validation = None
+    if spec.validation is not None:  # tuning: evaluate on held-out training rows only
+        X_tr, y_tr, X_te, y_te, validation = _hold_out(X_tr, y_tr, spec.validation, seed)
     present = np.unique(y_tr)
     if len(present) < 2:
         only = [n for n, c in _counts(y_tr, coder).items() if c] or ["none"]
@@ -166,6 +184,7 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
                       "train": [sizes_before[0], len(y_tr)], "test": [sizes_before[1], len(y_te)],
                       "streams": "default_rng([seed, 1]) / default_rng([seed, 2])"}
         if keep_tr is not None or keep_te is not None else None,
+        "validation": validation,
         "n_train": len(y_tr), "n_test": len(y_te), "n_features": int(X_tr.shape[1]),
         "class_counts": {"train": _counts(y_tr, coder), "test": _counts(y_te, coder)},
         "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)), "scaling": scaling,

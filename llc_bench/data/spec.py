@@ -27,7 +27,7 @@ FILE_ROLES = PART_ROLES + tuple(f"{p}_{k}" for p in PART_ROLES for k in ("x", "y
 TOP_KEYS = {
     "name", "kind", "task", "description", "homepage", "papers", "sources", "labels",
     "expected", "paper_sizes", "split", "scaling", "sparse", "max_train", "max_test",
-    "in_memory", "generator", "notes",
+    "validation", "in_memory", "generator", "notes",
     # custom data (dataset=file)
     "train", "test", "test_fraction", "format", "label_column", "sep", "header",
     "n_features", "positive", "zero_based",
@@ -72,6 +72,16 @@ def _int_or_none(value, what: str, minimum: int = 0) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{what}: expected an integer >= {minimum}, got {value!r}")
     return value
+
+
+def _validation(value, name: str) -> Fraction | None:
+    """``validation``: the fraction of the training split held out as the evaluation set."""
+    if value is None:
+        return None
+    frac = as_fraction(value, f"dataset {name!r} validation")
+    if not 0 < frac < 1:
+        raise ConfigError(f"dataset {name!r}: validation must be null or in (0, 1), got {value!r}")
+    return frac
 
 
 def _rows(value, what: str) -> tuple[int, int] | None:
@@ -186,6 +196,7 @@ class DatasetSpec:
     sparse: bool
     max_train: int | None
     max_test: int | None
+    validation: Fraction | None
     in_memory: bool
     generator: Mapping | None
     paper_sizes: Mapping | None
@@ -330,6 +341,7 @@ def parse_spec(raw: Mapping) -> DatasetSpec:
         sparse=bool(raw.get("sparse", False)),
         max_train=_int_or_none(raw.get("max_train"), f"dataset {name!r} max_train", 1),
         max_test=_int_or_none(raw.get("max_test"), f"dataset {name!r} max_test", 1),
+        validation=_validation(raw.get("validation"), name),
         in_memory=bool(raw.get("in_memory", True)),
         generator=raw.get("generator"),
         paper_sizes=raw.get("paper_sizes"),
