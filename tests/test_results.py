@@ -25,6 +25,10 @@ def test_hash_ignores_where_things_live_but_not_what_is_run():
     assert config_hash(a) != config_hash({**a, "seed": 1})
     assert config_hash(a) != config_hash({**a, "trainer": {"C": 2.0}})
     assert config_hash({"x": 1, "y": 2}) == config_hash({"y": 2, "x": 1})
+    # an option at null is the run without that option (new options keep old hashes)
+    assert config_hash({**a, "trainer": {"C": 1.0, "cv_max_rows": None}}) == config_hash(
+        {**a, "trainer": {"C": 1.0}})
+    assert config_hash({**a, "trainer": {"C": None}}) != config_hash({**a, "trainer": {"C": 1.0}})
 
 
 def test_save_load_roundtrip(tmp_path):

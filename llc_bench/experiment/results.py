@@ -24,8 +24,20 @@ NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra")
 
 
 def semantic_config(config: Mapping) -> dict:
-    """The part of a resolved run config that determines its results."""
-    return {k: v for k, v in config.items() if k not in NON_SEMANTIC_KEYS}
+    """The part of a resolved run config that determines its results.
+
+    Keys set to null are left out, at any depth: a new option whose null default keeps
+    the old behaviour does not change the hash of the runs made before it existed.
+    """
+    return _drop_nulls({k: v for k, v in config.items() if k not in NON_SEMANTIC_KEYS})
+
+
+def _drop_nulls(value):
+    if isinstance(value, Mapping):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_drop_nulls(v) for v in value]
+    return value
 
 
 def config_hash(config: Mapping) -> str:
