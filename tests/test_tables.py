@@ -52,7 +52,6 @@ def test_quick_table_end_to_end(built):
         assert row.verdict in ("within", "better", "worse")
     md = (results / "tables-quick" / "sapl_table2.md").read_text()
     assert "quick profile" in md
-    assert "not yet implemented (no model preset `svm_knn`)" in md
     assert "not run yet (excluded by --dataset/--method)" in md
     for suffix in ("tex", "csv"):
         assert (results / "tables-quick" / f"sapl_table2.{suffix}").stat().st_size > 0
@@ -60,7 +59,7 @@ def test_quick_table_end_to_end(built):
     assert "sapl_table2.md" in summary and "2 / " in summary
     # unrunnable cells say why instead of being blank
     knn = frame[(frame.dataset == "banana") & (frame.method == "svm_knn")].iloc[0]
-    assert knn.ours_mean == "" and knn.reason.startswith("not yet implemented")
+    assert knn.ours_mean == "" and knn.reason.startswith("not run yet")
     assert float(knn.paper_value) == 90.61
 
 
@@ -72,7 +71,12 @@ def test_second_call_is_all_cache_hits(built, monkeypatch):
         raise AssertionError(f"a run was launched: {args}")
 
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    summary_file = results / "tables-quick" / ".sapl_table2.summary.json"
+    first = json.loads(summary_file.read_text())
     stats = tables_command([*ARGS, "--results-dir", str(results)], echo=lambda s: None)
+    again = json.loads(summary_file.read_text())  # the build time of the runs is kept
+    assert (again["built_runs"], again["build_seconds"]) == (2, first["build_seconds"]) != (2, 0)
+    assert again["executed"] == 0
     s = stats["sapl_table2"]
     assert (s["to_run"], s["executed"]) == (0, 0)
     assert s["cached"] >= 2

@@ -22,7 +22,6 @@ from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
 from llc_bench.models._validation import labels_from_scores
 
-
 # trainer.name -> "module:Class".  Imported only when a run names it.
 ESTIMATORS = {
     "liblinear": "llc_bench.models.linear:LinearSVMClassifier",

@@ -73,6 +73,8 @@ class TableResult:
     executed: int = 0
     failed: dict = field(default_factory=dict)
     compute_seconds: float = 0.0      # sum of the records' train + test time
+    build_seconds: float = 0.0        # wall time of the builds that ran this table's runs
+    built_runs: int = 0               # runs those builds executed
 
     @property
     def spec(self):
