@@ -104,3 +104,21 @@ def test_trailing_zero_features_get_zero_weights():
     assert model.coef_.shape == (7,)
     np.testing.assert_array_equal(model.coef_[4:], 0.0)
     assert model.intercept_ != 0.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LinearSVMClassifier(C_grid=(0.01, 1.0), cv_max_rows=120, random_state=2),
+    lambda: KernelSVMClassifier(C_grid=(1.0, 10.0), gamma_factors=(1.0,), cv_max_rows=120,
+                                random_state=2),
+])
+def test_cv_on_a_subsample_then_the_final_fit_on_all_rows(make):
+    X, y = blobs(2, n=300, seed=11)
+    model = make().fit(X, y)
+    assert model.fit_info_["cv_rows"] == 120
+    fixed = make().set_params(C=model.C_, cv_max_rows=None)
+    if isinstance(model, KernelSVMClassifier):
+        fixed.set_params(gamma=model.gamma_)
+    fixed.fit(X, y)
+    np.testing.assert_allclose(model.decision_function(X), fixed.decision_function(X),
+                               atol=1e-10)
+    assert make().fit(X, y).C_ == model.C_  # the subsample is drawn from the seed

@@ -23,6 +23,7 @@ from llc_bench.models._validation import (
     check_predict_data,
     labels_from_scores,
 )
+from llc_bench.models.linear import cv_subsample
 
 DEFAULT_C_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0)
 DEFAULT_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -37,16 +38,19 @@ def _scale_gamma(X) -> float:
 class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     """RBF kernel SVM.  ``C=None`` / ``gamma=None`` choose them by ``cv_folds``-fold
     cross-validation over ``C_grid`` x ``gamma_factors`` (multiples of
-    1 / (D · Var(X))) on the training data.  A number for ``gamma`` is used as is."""
+    1 / (D · Var(X))) on the training data.  A number for ``gamma`` is used as is.
+    ``cv_max_rows`` runs the CV on a stratified subsample of at most that many rows
+    (the final fit uses all rows)."""
 
     def __init__(self, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
-                 gamma_factors=DEFAULT_GAMMA_FACTORS, cache_size=1000.0, tol=1e-3,
-                 random_state=0):
+                 gamma_factors=DEFAULT_GAMMA_FACTORS, cv_max_rows=None, cache_size=1000.0,
+                 tol=1e-3, random_state=0):
         self.C = C
         self.gamma = gamma
         self.cv_folds = cv_folds
         self.C_grid = C_grid
         self.gamma_factors = gamma_factors
+        self.cv_max_rows = cv_max_rows
         self.cache_size = cache_size
         self.tol = tol
         self.random_state = random_state
@@ -61,12 +65,13 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         svc = SVC(kernel="rbf", cache_size=self.cache_size, tol=self.tol)
         cv_scores = None
         if len(C_values) * len(gammas) > 1:
-            folds = min(self.cv_folds, int(np.bincount(y).min()))
+            X_cv, y_cv = cv_subsample(X, y, self.cv_max_rows, self.random_state)
+            folds = min(self.cv_folds, int(np.bincount(y_cv).min()))
             search = GridSearchCV(
                 svc, {"C": C_values, "gamma": gammas},
                 cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=self.random_state),
                 refit=False)
-            search.fit(X, y)
+            search.fit(X_cv, y_cv)
             best = search.best_params_
             cv_scores = [
                 {"C": float(p["C"]), "gamma": float(p["gamma"]), "accuracy": float(s)}
@@ -82,6 +87,7 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.fit_info_ = {
             "timings": {"cv": t1 - t0, "train": t2 - t1},
             "selected": {"C": self.C_, "gamma": self.gamma_},
+            "cv_rows": None if cv_scores is None else int(len(y_cv)),
             "cv_accuracy": cv_scores,
             "model_size": {"n_support_vectors": int(self.svc_.support_.size)},
         }
