@@ -2,10 +2,11 @@
 K nearest training points, the LLC-SAPL Table 2/3 baseline.
 
 For a query x: find its K nearest training points (Euclidean); if they all carry one
-label, that label is the answer ("naive" KNN step of the paper); otherwise a linear SVM
-(LIBLINEAR ``-s 3``, one-vs-rest on the classes present among the neighbours; a single
-binary model when two are present) is trained on the K points and decides.  Choices the
-paper leaves open, made here:
+label, that label is the answer (the paper's shortcut); otherwise a linear SVM (LIBLINEAR
+``-s 3``, one-vs-rest on the classes present among the neighbours; a single binary model
+when two are present) is trained on the K points and decides.  The paper's local SVM is
+a DAG-SVM on a kernel of the neighbours' distances; LLC-SAPL compares against the linear
+variant.  Choices the papers leave open, made here:
 
 * local coordinates: the neighbours are centred on the query, which makes the local SVM
   independent of where the neighbourhood lies (LIBLINEAR regularises its bias ``-B
@@ -136,6 +137,8 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, eval_set=None):
         X, y = check_fit_data(self, X, y)
+        if self.local_scale not in ("none", "radius"):
+            raise ValueError(f"local_scale must be 'none' or 'radius', got {self.local_scale!r}")
         seed = self.random_state or 0
         t0 = time.perf_counter()
         n = X.shape[0]
