@@ -153,8 +153,10 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         clusters = assign_clusters(X, self.cluster_centers_)
         shape = (X.shape[0],) + self.intercept_.shape[1:]
         scores = np.zeros(shape)
-        for c in np.unique(clusters):
-            rows = np.flatnonzero(clusters == c)
+        order = np.argsort(clusters, kind="stable")  # rows grouped by cluster, one pass
+        bounds = np.searchsorted(clusters[order], np.arange(len(self.coef_) + 1))
+        for c in np.flatnonzero(np.diff(bounds)):
+            rows = order[bounds[c]:bounds[c + 1]]
             scores[rows] = np.asarray(X[rows] @ self.coef_[c].T) + self.intercept_[c]
         return scores
 
