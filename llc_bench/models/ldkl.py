@@ -22,6 +22,10 @@ feature, so every parameter vector has a bias entry, regularised like the rest):
        code updates θ
   (L7) all gradients of an iteration are taken at the parameters of its start.
 
+The labels (L1)-(L7) are ours.  In (L6) the shrink 1 - 1/(t+1) is a step 1/(λ(t+1)) on
+the regulariser while the loss moves by 1/(λ√(t+1)): the regulariser's weight relative
+to the loss decays like 1/√t, so the λ's act on the schedule more than as the λ's of (P).
+
 The paper's text was not at hand when this was written: the schedule, the smoothing
 and the defaults follow the authors' released LDKL code as ported to ML.NET
 (``LdSvmTrainer``): depth 3, λ_W = 0.1, λ_θ = λ_θ' = 0.01, σ = 1, T = 15000
