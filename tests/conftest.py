@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,3 +54,18 @@ def compose_run(*overrides, tmp_path, mirrors=()):
             f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
             f"data.mirrors=[{paths}]", "data.download=false", *overrides])
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def blobs(n_classes, n=300, d=4, seed=0, scale=3.0):
+    """Gaussian blobs: ``n`` points around ``n_classes`` random centres (spread ``scale``)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=scale, size=(n_classes, d))
+    y = rng.integers(0, n_classes, n)
+    return centers[y] + rng.normal(size=(n, d)), y
+
+
+def xor(n=600, seed=0):
+    """Uniform points in [-1, 1]^2 labelled by the sign of x1 * x2 (no linear separator)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    return X, (X[:, 0] * X[:, 1] > 0).astype(int)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import blobs
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -10,13 +11,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from llc_bench.models.kernel import KernelSVMClassifier
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
-
-
-def blobs(n_classes, n=300, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=3.0, size=(n_classes, d))
-    y = rng.integers(0, n_classes, n)
-    return centers[y] + rng.normal(size=(n, d)), y
 
 
 @pytest.mark.parametrize("solver,flag", [("l2_hinge", 3), ("crammer_singer", 4)])

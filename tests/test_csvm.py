@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import blobs, xor
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -10,19 +11,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from llc_bench.models.csvm import ClusteredSVMClassifier, assign_clusters, augment
 from llc_bench.models.liblinear_fit import fit_liblinear, seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
-
-
-def blobs(n_classes, n=300, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=2.0, size=(n_classes, d))
-    y = rng.integers(0, n_classes, n)
-    return centers[y] + rng.normal(size=(n, d)), y
-
-
-def xor(n=600, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
 
 
 def test_augment_matches_a_row_by_row_construction():
@@ -47,11 +35,11 @@ def test_augment_matches_a_row_by_row_construction():
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("first_label", [0, 1])
 def test_decisions_equal_liblinear_on_the_augmented_problem(n_classes, first_label):
-    X, y = blobs(n_classes, seed=n_classes)
+    X, y = blobs(n_classes, seed=n_classes, scale=2.0)
     y[0] = first_label  # LIBLINEAR orients a binary model by the first row's label
     lam = 0.5
     model = ClusteredSVMClassifier(n_clusters=5, lambda_=lam, C=0.8, random_state=0).fit(X, y)
-    X_test = blobs(n_classes, n=100, seed=10 + n_classes)[0]
+    X_test = blobs(n_classes, n=100, seed=10 + n_classes, scale=2.0)[0]
     Xa = augment(X, assign_clusters(X, model.cluster_centers_), 5, lam)
     Xa_test = augment(X_test, assign_clusters(X_test, model.cluster_centers_), 5, lam)
     seed_liblinear(0)
@@ -96,7 +84,7 @@ def test_one_cluster_is_a_linear_svm_with_C_times_one_plus_one_over_lambda(lam):
     # and w_1 = u/sqrt(lam) + v: the dual is LIBLINEAR -B 1's with C s, the same optimum
     # (solved tightly: at LIBLINEAR's default -e 0.1 the two problems' rounding makes
     # the solver stop at different iterates)
-    X, y = blobs(2, seed=6)
+    X, y = blobs(2, seed=6, scale=2.0)
     X[:, 0] = np.sin(X[:, 0])
     s = 1 + 1 / lam
     csvm = ClusteredSVMClassifier(n_clusters=1, lambda_=lam, C=0.3, tol=1e-10).fit(X, y)
@@ -152,7 +140,7 @@ def test_beats_linear_svm_on_xor_and_is_deterministic():
 
 
 def test_sparse_equals_dense():
-    X, y = blobs(3, seed=5)
+    X, y = blobs(3, seed=5, scale=2.0)
     X[np.abs(X) < 0.5] = 0.0
     dense = ClusteredSVMClassifier(n_clusters=3, C=1.0).fit(X, y)
     sparse = ClusteredSVMClassifier(n_clusters=3, C=1.0).fit(sp.csr_matrix(X), y)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import compose_run
+from conftest import compose_run, xor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import llc_bench.coding.local as local
@@ -32,11 +32,6 @@ def reference_llc(X, V, k, reg):
         G[i, nearest] = c / c.sum()
     return G
 
-
-def xor(n=400, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
 
 
 @pytest.mark.parametrize("k,reg", [(1, 1e-4), (4, 1e-4), (7, 1e-2)])
@@ -99,8 +94,8 @@ def test_bad_reg_and_k_capped(data):
 
 
 def test_solves_xor_where_a_linear_svm_cannot():
-    X, y = xor()
-    Xt, yt = xor(seed=1)
+    X, y = xor(400)
+    Xt, yt = xor(400, seed=1)
     linear = LinearSVMClassifier(C=1.0).fit(X, y).score(Xt, yt)
     lcc = LCCLinearSVMClassifier(n_anchors=32, k=3, C_grid=(0.5, 8.0)).fit(X, y)
     assert linear < 0.7

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import blobs, xor
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -10,19 +11,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
 from llc_bench.models.svm_knn import SVMKNNClassifier
-
-
-def blobs(n_classes, n=120, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=0.8, size=(n_classes, d))
-    y = rng.integers(0, n_classes, n)
-    return centers[y] + rng.normal(size=(n, d)), y
-
-
-def xor(n=600, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-1, 1, size=(n, 2))
-    return X, (X[:, 0] * X[:, 1] > 0).astype(int)
 
 
 def reference_scores(X_train, y_train, X_test, K, C, n_classes, seed=0):
@@ -63,7 +51,7 @@ def reference_scores(X_train, y_train, X_test, K, C, n_classes, seed=0):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_matches_brute_force_loop(n_classes):
-    X, y = blobs(n_classes, n=160, seed=n_classes)
+    X, y = blobs(n_classes, n=160, seed=n_classes, scale=0.8)
     X_train, y_train, X_test = X[:120], y[:120], X[120:]
     model = SVMKNNClassifier(n_neighbors=9, C=0.7).fit(X_train, y_train)
     ours = model.decision_function(X_test)
@@ -79,7 +67,7 @@ def test_matches_brute_force_loop(n_classes):
 
 def test_leave_one_out_excludes_the_point_itself():
     # K = 1 is always unanimous: its CV accuracy is leave-one-out 1-NN accuracy
-    X, y = blobs(2, n=80, seed=4)
+    X, y = blobs(2, n=80, seed=4, scale=0.8)
     model = SVMKNNClassifier(K_grid=(1, 3), n_cv_points=1000).fit(X, y)
     d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     np.fill_diagonal(d2, np.inf)
@@ -112,7 +100,7 @@ def test_beats_linear_svm_on_xor_and_is_deterministic():
 
 
 def test_sparse_equals_dense_and_chunking_is_invisible():
-    X, y = blobs(3, n=150, d=5, seed=7)
+    X, y = blobs(3, n=150, d=5, seed=7, scale=0.8)
     X[np.abs(X) < 0.5] = 0.0
     dense = SVMKNNClassifier(n_neighbors=12).fit(X, y)
     sparse = SVMKNNClassifier(n_neighbors=12, chunk_size=7).fit(sp.csr_matrix(X), y)
