@@ -219,6 +219,25 @@ def test_lambda_grid_selects_by_cross_validation():
         ML3Classifier(lambda_=0.1, lambda_grid=(1.0,)).fit(X, y)
 
 
+def test_cv_on_a_subsample_carries_the_selected_multiple_to_all_rows():
+    """cv_max_rows: the CV sees a stratified subsample, the grid is in multiples of
+    1 / (subsample rows), and the winning multiple is applied as multiple / n."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    clf = ML3Classifier(n_models=2, p=1.0, n_iter=3, lambda_grid=(0.1, 10.0), cv_folds=3,
+                        cv_max_rows=60, random_state=0).fit(X, y)
+    assert clf.fit_info_["cv_rows"] == 60
+    assert set(clf.fit_info_["cv_error"]) == {0.1 / 60, 10.0 / 60}
+    best = min(clf.fit_info_["cv_error"], key=clf.fit_info_["cv_error"].get)
+    assert clf.lambda_used_ == pytest.approx(best * 60 / 240)
+    full = ML3Classifier(n_models=2, p=1.0, n_iter=3, lambda_grid=(0.1, 10.0), cv_folds=3,
+                         random_state=0).fit(X, y)
+    assert full.fit_info_["cv_rows"] == 240
+    with pytest.raises(ValueError, match="cv_max_rows"):
+        ML3Classifier(lambda_grid=(1.0,), cv_max_rows=1).fit(X, y)
+
+
 def test_large_p_is_numerically_stable():
     """p = 1000 (close to the p = inf limit) must not underflow u**p in the random init."""
     rng = np.random.default_rng(1)

@@ -44,6 +44,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ml3_kernel import latent_scores_rows, sgd_epoch
+from .linear import cv_subsample
 
 __all__ = ["ML3Classifier", "beta_star", "latent_score", "select_lambda"]
 
@@ -178,6 +179,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         training set is divided in five folds that are used to select the
         regularization parameter").  Exclusive with ``lambda_``.
     cv_folds : int, default=5
+    cv_max_rows : int or None, default=None
+        Run that CV on a stratified subsample of at most this many rows; the
+        multiple of 1 / n it selects (a fixed C = 1 / (lambda n), as LIBLINEAR's
+        C carries over) is applied to the full training set.
     n_iter : int, default=30
         CCCP iterations, one SGD epoch each (0 keeps the initial W^0).
     averaging : bool, default=True
@@ -208,12 +213,14 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
-                 n_init_epochs=1, lambda_grid=None, cv_folds=5, random_state=None):
+                 n_init_epochs=1, lambda_grid=None, cv_folds=5, cv_max_rows=None,
+                 random_state=None):
         self.n_models = n_models
         self.p = p
         self.lambda_ = lambda_
         self.lambda_grid = lambda_grid
         self.cv_folds = cv_folds
+        self.cv_max_rows = cv_max_rows
         self.n_iter = n_iter
         self.averaging = averaging
         self.n_init_epochs = n_init_epochs
@@ -240,6 +247,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"lambda_ must be None or a positive number, got {self.lambda_!r}")
         if self.lambda_grid is not None and self.lambda_ is not None:
             raise ValueError("give lambda_ or lambda_grid, not both")
+        if self.cv_max_rows is not None and (not isinstance(self.cv_max_rows, numbers.Integral)
+                                             or self.cv_max_rows < 2):
+            raise ValueError(f"cv_max_rows must be None or an integer >= 2, "
+                             f"got {self.cv_max_rows!r}")
         if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
             raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
         if not isinstance(self.n_init_epochs, numbers.Integral) or self.n_init_epochs < 1:
@@ -268,13 +279,16 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         n_classes, m, p = classes.size, int(self.n_models), float(self.p)
         q = _dual_exponent(p)
         t_start = time.perf_counter()
-        cv_errors = None
+        cv_errors, cv_rows = None, None
         if self.lambda_grid is not None:
-            grid = [g / n for g in self.lambda_grid]
+            X_cv, y_cv = cv_subsample(X, y_enc, self.cv_max_rows, self.random_state)
+            grid = [g / y_cv.size for g in self.lambda_grid]
             params = {k: v for k, v in self.get_params().items()
-                      if k not in ("lambda_", "lambda_grid", "random_state")}
-            lam, cv_errors = select_lambda(X, y_enc, grid, folds=self.cv_folds,
-                                           random_state=self.random_state, **params)
+                      if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
+            lam_cv, cv_errors = select_lambda(X_cv, y_cv, grid, folds=self.cv_folds,
+                                              random_state=self.random_state, **params)
+            lam = lam_cv * y_cv.size / n  # the same multiple of 1 / n on all rows
+            cv_rows = int(y_cv.size)
         else:
             lam = 1.0 / n if self.lambda_ is None else float(self.lambda_)
         t_cv = time.perf_counter() - t_start
@@ -351,6 +365,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "history": t_eval},
             "selected": {"lambda": lam},
             "cv_error": cv_errors,
+            "cv_rows": cv_rows,
             "history": history,
             "model_size": {"n_models": m, "n_params": int(W.size)},
         }
