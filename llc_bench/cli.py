@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import hydra
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     elif command in ("tables", "figures"):
         from llc_bench.tables.command import figures_command, tables_command
 
+        # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         try:
             (tables_command if command == "tables" else figures_command)(rest)
         except LLCBenchError as err:

@@ -8,6 +8,7 @@ from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from llc_bench.models.csvm import ClusteredSVMClassifier
 from llc_bench.models.kernel import KernelSVMClassifier
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
@@ -104,6 +105,8 @@ def test_trailing_zero_features_get_zero_weights():
     lambda: LinearSVMClassifier(C_grid=(0.01, 1.0), cv_max_rows=120, random_state=2),
     lambda: KernelSVMClassifier(C_grid=(1.0, 10.0), gamma_factors=(1.0,), cv_max_rows=120,
                                 random_state=2),
+    lambda: ClusteredSVMClassifier(n_clusters=3, C_grid=(0.01, 1.0), cv_max_rows=120,
+                                   random_state=2),
 ])
 def test_cv_on_a_subsample_then_the_final_fit_on_all_rows(make):
     X, y = blobs(2, n=300, seed=11)

@@ -128,3 +128,29 @@ def test_a_failing_run_is_reported_with_its_error(tmp_path):
     assert report.executed == 0
     assert "unknown LIBLINEAR solver" in report.failed[run.hash]
     assert not ResultsStore(tmp_path).has(run.hash)
+
+
+def test_an_interrupted_build_stops_the_multirun_it_launched(tmp_path):
+    """Ctrl-C (or SIGTERM, which the CLI turns into an exit) in the middle of a launch
+    terminates the child ``llc-bench run -m`` instead of leaving it running."""
+    import sys
+
+    from llc_bench.tables.execute import Executor, Launch
+
+    child = ("import os, sys, time; print(os.getpid(), '| seed 0', flush=True); "
+             "time.sleep(120)")
+    pids = []
+
+    def echo(line):
+        if "| seed" in line:
+            pids.append(int(line.split()[0]))
+            raise KeyboardInterrupt
+
+    executor = Executor(tmp_path, echo=echo, command=[sys.executable, "-c", child])
+    launch = Launch(sweep={"model": ["linear"], "dataset": ["banana"], "seed": [0]},
+                    common={}, runs=[])
+    with pytest.raises(KeyboardInterrupt):
+        executor._launch(launch, "interrupted", "basic", 1)
+    (pid,) = pids
+    assert subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True,
+                          text=True).stdout.strip() in ("", "Z")  # gone (or a reaped zombie)

@@ -40,7 +40,7 @@ from llc_bench.models._validation import (
     labels_from_scores,
 )
 from llc_bench.models.liblinear_fit import fit_liblinear
-from llc_bench.models.linear import DEFAULT_C_GRID, cross_validate_C
+from llc_bench.models.linear import DEFAULT_C_GRID, cross_validate_C, cv_subsample
 
 
 def assign_clusters(X, centers):
@@ -70,16 +70,18 @@ def augment(X, clusters, n_clusters, lambda_, bias=1.0):
 
 class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     """Clustered SVM (Gu & Han, AISTATS 2013): k-means + one LIBLINEAR problem on the
-    augmented features.  ``C=None`` chooses C by ``cv_folds``-fold CV over ``C_grid``;
+    augmented features.  ``C=None`` chooses C by ``cv_folds``-fold CV over ``C_grid``
+    (on a stratified subsample of ``cv_max_rows`` rows when given; the final fit uses all);
     ``tol`` is LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``)."""
 
     def __init__(self, n_clusters=8, lambda_=1.0, C=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
-                 bias=1.0, tol=None, kmeans_max_iter=300, random_state=0):
+                 cv_max_rows=None, bias=1.0, tol=None, kmeans_max_iter=300, random_state=0):
         self.n_clusters = n_clusters
         self.lambda_ = lambda_
         self.C = C
         self.cv_folds = cv_folds
         self.C_grid = C_grid
+        self.cv_max_rows = cv_max_rows
         self.bias = bias
         self.tol = tol
         self.kmeans_max_iter = kmeans_max_iter
@@ -102,7 +104,7 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         clusters = assign_clusters(X, self.cluster_centers_)
         Xa = augment(X, clusters, L, self.lambda_, self.bias)
         t1 = time.perf_counter()
-        cv_scores = None
+        cv_scores, cv_rows = None, None
         if self.C is None:
             n_classes = len(self.classes_)
 
@@ -110,7 +112,9 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                 W = self._fit_augmented(Xf, yf, C)
                 return lambda Xv: labels_from_scores(np.arange(n_classes), Xv @ W.T)
 
-            cv_scores = cross_validate_C(Xa, y, self.C_grid, self.cv_folds, seed, fit_fold)
+            Xc, yc = cv_subsample(Xa, y, self.cv_max_rows, seed)
+            cv_rows = int(yc.size)
+            cv_scores = cross_validate_C(Xc, yc, self.C_grid, self.cv_folds, seed, fit_fold)
             self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
         else:
             self.C_ = float(self.C)
@@ -135,6 +139,7 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "selected": {"C": self.C_, "n_clusters": int(L), "lambda": float(self.lambda_)},
             "cv_accuracy": None if cv_scores is None else dict(
                 zip(map(float, self.C_grid), cv_scores, strict=True)),
+            "cv_rows": cv_rows,
             "kmeans": {**kmeans_info, "cluster_sizes": counts.tolist()},
             "model_size": {"n_weights": int(self.coef_.size + self.intercept_.size),
                            "n_centers": int(L)},

@@ -95,6 +95,18 @@ def launcher_overrides(launcher: str, jobs: int, extra: Iterable[str] = ()) -> l
     return out + list(extra)
 
 
+def _stop(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """Terminate ``proc`` if it still runs (SIGTERM, then SIGKILL after ``grace`` s)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _job_overrides(job_dir: Path) -> dict | None:
     path = job_dir / ".hydra" / "overrides.yaml"
     if not path.is_file():
@@ -143,11 +155,14 @@ class Executor:
             handle.flush()
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True, env=self.env)
-            for line in proc.stdout:
-                handle.write(line)
-                if " | seed " in line or "error" in line.lower():
-                    self.echo("    " + line.rstrip())
-            code = proc.wait()
+            try:
+                for line in proc.stdout:
+                    handle.write(line)
+                    if " | seed " in line or "error" in line.lower():
+                        self.echo("    " + line.rstrip())
+                code = proc.wait()
+            finally:
+                _stop(proc)  # interrupted (Ctrl-C, SIGTERM): the multirun stops with us
         return code, sweep_dir
 
     def _started(self, sweep_dir: Path, launch: Launch) -> set[str]:

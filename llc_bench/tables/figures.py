@@ -34,6 +34,12 @@ def _effective(spec: dict, profile: Profile) -> dict:
     return spec
 
 
+def _run_overrides(spec: dict, dataset: str, model_overrides: dict) -> dict:
+    """A run's config overrides: the figure's, then its dataset's, then its model's."""
+    return {**(spec.get("overrides") or {}),
+            **((spec.get("dataset_overrides") or {}).get(dataset) or {}), **model_overrides}
+
+
 def _models(spec: dict, skipped: list) -> dict:
     """name -> (preset, label, overrides) of the models whose preset exists."""
     out = {}
@@ -130,7 +136,7 @@ class FigureBuilder:
             for m, (preset, _, over) in models.items():
                 for sv in s_values:
                     for xv in x["values"]:
-                        o = {**(spec.get("overrides") or {}), **over, x["key"]: xv}
+                        o = {**_run_overrides(spec, d, over), x["key"]: xv}
                         if sv is not None:
                             o[series["key"]] = sv
                         runs[(d, m, sv, xv)] = self.planner.plan_runs(preset, d, seeds, o)
@@ -166,7 +172,7 @@ class FigureBuilder:
         if not models or not datasets:
             return None
         runs = {(d, m): self.planner.plan_runs(p, d, int(spec.get("seeds", 1)),
-                                                {**(spec.get("overrides") or {}), **o})
+                                                _run_overrides(spec, d, o))
                 for d in datasets for m, (p, _, o) in models.items()}
         records = self._records(runs, name)
         xkey = spec.get("x", "epoch")
@@ -224,8 +230,7 @@ class FigureBuilder:
         drawn = 0
         for ax, (d, m) in zip(axes, panels, strict=True):
             preset, label, over = models[m]
-            o = {**(spec.get("overrides") or {}), **((spec.get("dataset_overrides") or {})
-                                                     .get(d) or {}), **over}
+            o = _run_overrides(spec, d, over)
             overrides = {"model": preset, "dataset": d, "seed": 0, **o}
             try:
                 config = self.planner.composer.compose(overrides)
