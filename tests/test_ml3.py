@@ -238,6 +238,16 @@ def test_cv_on_a_subsample_carries_the_selected_multiple_to_all_rows():
         ML3Classifier(lambda_grid=(1.0,), cv_max_rows=1).fit(X, y)
 
 
+def test_a_one_value_lambda_grid_is_that_multiple_of_one_over_n_without_cv():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    one = ML3Classifier(n_models=2, n_iter=3, lambda_grid=(30.0,), random_state=0).fit(X, y)
+    fixed = ML3Classifier(n_models=2, n_iter=3, lambda_=30.0 / 120, random_state=0).fit(X, y)
+    assert one.lambda_used_ == pytest.approx(30.0 / 120) and one.fit_info_["cv_error"] is None
+    np.testing.assert_allclose(one.W_, fixed.W_)
+
+
 def test_large_p_is_numerically_stable():
     """p = 1000 (close to the p = inf limit) must not underflow u**p in the random init."""
     rng = np.random.default_rng(1)

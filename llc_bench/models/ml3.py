@@ -177,7 +177,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         Multiples of 1 / n_samples among which lambda is chosen by
         ``cv_folds``-fold stratified CV on the training data (ML3 §4: "each
         training set is divided in five folds that are used to select the
-        regularization parameter").  Exclusive with ``lambda_``.
+        regularization parameter"); a single value is used as is, without CV.
+        Exclusive with ``lambda_``.
     cv_folds : int, default=5
     cv_max_rows : int or None, default=None
         Run that CV on a stratified subsample of at most this many rows; the
@@ -280,7 +281,9 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         q = _dual_exponent(p)
         t_start = time.perf_counter()
         cv_errors, cv_rows = None, None
-        if self.lambda_grid is not None:
+        if self.lambda_grid is not None and len(self.lambda_grid) == 1:
+            lam = float(self.lambda_grid[0]) / n  # nothing to choose: no CV
+        elif self.lambda_grid is not None:
             X_cv, y_cv = cv_subsample(X, y_enc, self.cv_max_rows, self.random_state)
             grid = [g / y_cv.size for g in self.lambda_grid]
             params = {k: v for k, v in self.get_params().items()
