@@ -143,3 +143,15 @@ def test_launcher_overrides():
     assert "hydra.launcher.array_parallelism=8" in launcher_overrides("submitit_slurm", 8)
     with pytest.raises(Exception, match="unknown launcher"):
         launcher_overrides("nope", 1)
+
+
+def test_sapl_tables_2_and_3_read_the_same_runs():
+    """Table 3 (test time) is measured on Table 2's runs: every cell's settings must agree,
+    or one table's cells would plan runs the other never builds."""
+    t2, t3 = load_table("sapl_table2"), load_table("sapl_table3")
+    assert (t2.datasets, t2.methods.keys()) == (t3.datasets, t3.methods.keys())
+    for dataset in t2.datasets:
+        for method in t2.methods:
+            s2, s3 = t2.settings(dataset, method), t3.settings(dataset, method)
+            assert (s2.seeds, s2.overrides, s2.dataset_config) == (
+                s3.seeds, s3.overrides, s3.dataset_config), (dataset, method)
