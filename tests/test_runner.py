@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import compose_run
+from conftest import REPO, compose_run
 
 from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment import runner
@@ -95,3 +95,32 @@ def test_custom_file_enters_the_cache_key_by_content(tmp_path):
                           "dataset.test_fraction=0.25", tmp_path=tmp_path)
     with pytest.raises(DatasetError, match="no.csv"):
         runner.run_experiment(missing, echo=print)
+
+
+def _leaves(node, prefix=""):
+    """(dotted key, value) of every leaf of a nested dict."""
+    for key, value in node.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _leaves(value, path + ".")
+        else:
+            yield path, value
+
+
+@pytest.mark.parametrize("tuned", sorted(p.stem for p in (REPO / "conf/tuned").glob("*.yaml")))
+def test_every_tuned_preset_applies_to_its_model_and_dataset(tuned, tmp_path):
+    """conf/tuned/<model>_<dataset>.yaml is picked up by name only: a typo in the name (or a
+    renamed preset) would silently drop the tuned values from every run."""
+    from omegaconf import OmegaConf
+
+    conf = REPO / "conf"
+    pairs = [(tuned[:i], tuned[i + 1:]) for i, ch in enumerate(tuned) if ch == "_"]
+    pairs = [(m, d) for m, d in pairs
+             if (conf / "model" / f"{m}.yaml").is_file() and (conf / "dataset" / f"{d}.yaml").is_file()]
+    assert len(pairs) == 1, f"{tuned}.yaml names no (or several) model_dataset pairs: {pairs}"
+    model, dataset = pairs[0]
+    cfg = compose_run(f"model={model}", f"dataset={dataset}", tmp_path=tmp_path)
+    expected = OmegaConf.to_container(OmegaConf.load(conf / "tuned" / f"{tuned}.yaml"))
+    for key, value in _leaves(expected):
+        got = OmegaConf.select(OmegaConf.create(cfg), key)
+        assert got == value, f"{tuned}.yaml: {key} = {value!r}, the composed run has {got!r}"
