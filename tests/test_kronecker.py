@@ -197,3 +197,21 @@ def test_without_the_appended_one_is_gamma_kron_x(sparse):
     ref = np.stack([np.kron(G[i], X[i]) for i in range(len(X))])
     np.testing.assert_allclose(Z.toarray(), ref, rtol=1e-15)
     assert Z.nnz == kronecker_nnz(len(X), 2, 3, Xin.nnz if sparse else None, append_one=False)
+
+
+def test_sparse_bias_column_matches_dense():
+    """The appended 1 on the CSR path: anchor j's bias column holds γ_j, stored even for
+    an all-zero row, with unsorted column indices and an explicit zero in X."""
+    X = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 0.0], [1.5, 0.0, -1.0], [0.0, 0.0, 3.0]])
+    # row 2 stored with its columns reversed (unsorted), row 3 with an explicit zero
+    Xs = sp.csr_matrix((np.array([2.0, -1.0, 1.5, 0.0, 3.0]), np.array([1, 2, 0, 1, 2]),
+                        np.array([0, 1, 1, 3, 5])), shape=(4, 3))
+    np.testing.assert_array_equal(Xs.toarray(), X)
+    code = LocalCode(np.array([[0, 2], [1, 3], [0, 1], [2, 3]], np.int32),
+                     np.array([[0.6, 0.4], [0.5, 0.5], [0.9, 0.1], [0.3, 0.7]]))
+    Zs, Zd = build_kronecker(Xs, code, 4), build_kronecker(X, code, 4)
+    np.testing.assert_allclose(Zs.toarray(), Zd.toarray(), rtol=0, atol=0)
+    bias = [j * 4 + 3 for j in range(4)]  # the last column of each anchor's block
+    np.testing.assert_array_equal(Zs.toarray()[:, bias], code.to_dense(4))
+    assert Zs[1].nnz == 2 and sorted(Zs[1].indices) == [bias[1], bias[3]]  # x = 0: only biases
+    assert Zs.has_sorted_indices and np.all(np.diff(Zs.indices[Zs.indptr[2]:Zs.indptr[3]]) > 0)
