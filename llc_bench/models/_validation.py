@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+    _Constraint,
+    make_constraint,
+)
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -40,3 +49,112 @@ class SparseInputMixin:
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+# ------------------------------------------------------------------ parameter constraints
+# Each estimator declares ``_parameter_constraints`` once (scikit-learn's convention, with
+# its Interval / StrOptions); ``validate_params`` checks them at the top of ``fit`` and in
+# the runner before any data is loaded.  Intervals that leave a bound open (None) with the
+# bound excluded reject inf; every Interval rejects nan.
+
+#: a finite float > 0
+POSITIVE = Interval(Real, 0, None, closed="neither")
+#: a finite float >= 0
+NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+#: any finite float
+FINITE = Interval(Real, None, None, closed="neither")
+#: an int >= 1
+COUNT = Interval(Integral, 1, None, closed="left")
+#: an int >= 0
+COUNT0 = Interval(Integral, 0, None, closed="left")
+#: cross-validation folds
+FOLDS = Interval(Integral, 2, None, closed="left")
+
+
+class Grid(_Constraint):
+    """A non-empty list (tuple, array) of values that each satisfy ``interval``."""
+
+    def __init__(self, interval: Interval):
+        super().__init__()
+        self.interval = interval
+
+    def is_satisfied_by(self, val):
+        return (isinstance(val, list | tuple | np.ndarray) and len(val) > 0
+                and all(self.interval.is_satisfied_by(v) for v in val))
+
+    def __str__(self):
+        return f"a non-empty list, each {describe([self.interval])}"
+
+
+def _number(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def describe(constraints, none: str = "None") -> str:
+    """Plain words for a list of constraints: "a finite float > 0 or None"."""
+    words = []
+    for c in constraints:
+        if c is None:
+            words.append(none)
+        elif isinstance(c, Interval):
+            lo_in, hi_in = c.closed in ("left", "both"), c.closed in ("right", "both")
+            if c.type is Integral:
+                kind = "an int"
+            else:
+                finite = not ((c.left is None and lo_in) or (c.right is None and hi_in))
+                kind = "a finite float" if finite else "a float"
+            if c.left is not None and c.right is not None:
+                words.append(f"{kind} in {'[' if lo_in else '('}{_number(c.left)}, "
+                             f"{_number(c.right)}{']' if hi_in else ')'}")
+            elif c.left is not None:
+                words.append(f"{kind} {'>=' if lo_in else '>'} {_number(c.left)}"
+                             + (" (inf allowed)" if hi_in else ""))
+            elif c.right is not None:
+                words.append(f"{kind} {'<=' if hi_in else '<'} {_number(c.right)}")
+            else:
+                words.append(kind)
+        elif isinstance(c, StrOptions):
+            words.append(" or ".join(repr(o) for o in sorted(c.options)))
+        elif c == "boolean":
+            words.append("true or false")
+        elif c == "random_state":
+            words.append("an int in [0, 2**32 - 1]")
+        else:
+            words.append(str(c))
+    return " or ".join(words)
+
+
+class InvalidParameter(InvalidParameterError):
+    """A constructor parameter that breaks its declared constraints (or a rule tying it
+    to another parameter).  A ValueError, as scikit-learn's InvalidParameterError."""
+
+    def __init__(self, owner: str, name: str, value, constraints=(), reason: str = ""):
+        self.owner, self.name, self.value = owner, name, value
+        self.constraints, self.reason = list(constraints), reason
+        super().__init__(f"{owner}: {name}={value!r}: {self.problem()}")
+
+    def __reduce__(self):  # picklable across joblib workers
+        return type(self), (self.owner, self.name, self.value, self.constraints, self.reason)
+
+    def problem(self, none: str = "None") -> str:
+        """What is wrong, without the parameter's name ("must be a finite float > 0")."""
+        return self.reason or f"must be {describe(self.constraints, none)}"
+
+
+def validate_params(estimator) -> None:
+    """Check every constructor parameter against ``_parameter_constraints``, then the
+    estimator's rules tying parameters together (``_check_param_combinations``).
+    Raises :class:`InvalidParameter` naming the first parameter that fails."""
+    owner = type(estimator).__name__
+    for name, value in estimator.get_params(deep=False).items():
+        allowed = estimator._parameter_constraints.get(name)
+        if allowed is None:
+            continue
+        checks = [c if isinstance(c, _Constraint) else make_constraint(c) for c in allowed]
+        if isinstance(value, bool | np.bool_):  # a bool is not a number here
+            checks = [c for c in checks if not isinstance(c, Interval)]
+        if not any(check.is_satisfied_by(value) for check in checks):
+            raise InvalidParameter(owner, name, value, allowed)
+    combinations = getattr(estimator, "_check_param_combinations", None)
+    if combinations is not None:
+        combinations()

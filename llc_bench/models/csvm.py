@@ -34,10 +34,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.coding.anchors import fit_anchors
 from llc_bench.models._validation import (
+    COUNT,
+    FINITE,
+    FOLDS,
+    POSITIVE,
+    Grid,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
     labels_from_scores,
+    validate_params,
 )
 from llc_bench.models.liblinear_fit import fit_liblinear
 from llc_bench.models.linear import DEFAULT_C_GRID, cross_validate_C, cv_subsample
@@ -74,6 +80,13 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     (on a stratified subsample of ``cv_max_rows`` rows when given; the final fit uses all);
     ``tol`` is LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``)."""
 
+    _parameter_constraints = {
+        "n_clusters": [COUNT], "lambda_": [POSITIVE], "C": [POSITIVE, None],
+        "cv_folds": [FOLDS], "C_grid": [Grid(POSITIVE)], "cv_max_rows": [FOLDS, None],
+        "bias": [FINITE], "tol": [POSITIVE, None], "kmeans_max_iter": [COUNT],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_clusters=8, lambda_=1.0, C=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
                  cv_max_rows=None, bias=1.0, tol=None, kmeans_max_iter=300, random_state=0):
         self.n_clusters = n_clusters
@@ -92,9 +105,8 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                              seed=self.random_state or 0)[0]
 
     def fit(self, X, y, eval_set=None):
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
-        if not self.lambda_ > 0:
-            raise ValueError(f"lambda_ must be > 0, got {self.lambda_!r}")
         seed = self.random_state or 0
         t0 = time.perf_counter()
         self.cluster_centers_, kmeans_info = fit_anchors(

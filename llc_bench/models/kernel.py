@@ -18,10 +18,14 @@ from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.models._validation import (
+    FOLDS,
+    POSITIVE,
+    Grid,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
     labels_from_scores,
+    validate_params,
 )
 from llc_bench.models.linear import cv_subsample
 
@@ -42,6 +46,13 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     ``cv_max_rows`` runs the CV on a stratified subsample of at most that many rows
     (the final fit uses all rows)."""
 
+    _parameter_constraints = {
+        "C": [POSITIVE, None], "gamma": [POSITIVE, None], "cv_folds": [FOLDS],
+        "C_grid": [Grid(POSITIVE)], "gamma_factors": [Grid(POSITIVE)],
+        "cv_max_rows": [FOLDS, None], "cache_size": [POSITIVE], "tol": [POSITIVE],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, cv_max_rows=None, cache_size=1000.0,
                  tol=1e-3, random_state=0):
@@ -56,6 +67,7 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y, eval_set=None):
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
         t0 = time.perf_counter()
         base = _scale_gamma(X)

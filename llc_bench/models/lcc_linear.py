@@ -43,16 +43,27 @@ would cost cv_folds more k-means runs.
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.llc import llc_codes
-from ._validation import SparseInputMixin, check_fit_data, check_predict_data, labels_from_scores
+from ._validation import (
+    COUNT,
+    FINITE,
+    FOLDS,
+    POSITIVE,
+    Grid,
+    SparseInputMixin,
+    check_fit_data,
+    check_predict_data,
+    labels_from_scores,
+    validate_params,
+)
 from .kronecker import build_kronecker
 from .liblinear_fit import SOLVERS, fit_liblinear
 from .linear import DEFAULT_C_GRID, _scores, cross_validate_C
@@ -80,6 +91,13 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         Seeds k-means, the CV folds and LIBLINEAR (None = 0).
     """
 
+    _parameter_constraints = {
+        "n_anchors": [COUNT], "k": [COUNT], "reg": [POSITIVE],
+        "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "C": [POSITIVE, None],
+        "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS], "solver": [StrOptions(set(SOLVERS))],
+        "bias": [FINITE], "random_state": ["random_state"],
+    }
+
     def __init__(self, n_anchors=512, k=5, reg=1e-4, anchor_method="kmeans", C=None,
                  C_grid=DEFAULT_C_GRID, cv_folds=5, solver="l2_hinge", bias=1.0,
                  random_state=0):
@@ -93,22 +111,6 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.solver = solver
         self.bias = bias
         self.random_state = random_state
-
-    def _check_params(self):
-        for name in ("n_anchors", "k", "cv_folds"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < (2 if name == "cv_folds" else 1):
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not (isinstance(self.reg, numbers.Real) and self.reg > 0):
-            raise ValueError(f"reg must be > 0, got {self.reg!r}")
-        if self.anchor_method not in ANCHOR_METHODS:
-            raise ValueError(f"anchor_method must be one of {ANCHOR_METHODS}, "
-                             f"got {self.anchor_method!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {sorted(SOLVERS)}, got {self.solver!r}")
-        Cs = list(self.C_grid) if self.C is None else [self.C]
-        if not Cs or not all(isinstance(c, numbers.Real) and c > 0 for c in Cs):
-            raise ValueError(f"C (or every C_grid value when C=None) must be > 0, got {Cs!r}")
 
     def _codes(self, X):
         """The (n, m) CSR matrix of LLC codes of X."""
@@ -125,7 +127,7 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "cv_accuracy" (C -> mean CV accuracy), "model_size", "anchors" (k-means
         info), "coding" (the formulation and parameters used).
         """
-        self._check_params()
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
         seed = self.random_state or 0
         t0 = time.perf_counter()

@@ -48,21 +48,27 @@ final s, ``classes_``, ``n_features_in_`` and ``fit_info_``.
 
 from __future__ import annotations
 
-import numbers
 import time
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._ldkl_kernel import ldkl_sgd_steps
 from ._validation import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    POSITIVE,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
     labels_from_scores,
+    validate_params,
 )
 
 #: Largest n·d for which CSR training input is densified (400 MB).
@@ -195,6 +201,14 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     at every tenth of the iterations (with ``eval_set``, test accuracy too).
     """
 
+    _parameter_constraints = {
+        "depth": [Interval(Integral, 0, 20, closed="both")], "lambda_w": [POSITIVE],
+        "lambda_theta": [POSITIVE], "lambda_theta_prime": [POSITIVE], "sigma": [POSITIVE],
+        "n_iter": [COUNT0], "batch_size": [COUNT, None], "gate_scale": [POSITIVE],
+        "anneal_doublings": [NON_NEGATIVE], "gate_every": [COUNT], "history": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, depth=3, lambda_w=0.1, lambda_theta=0.01, lambda_theta_prime=0.01,
                  sigma=1.0, n_iter=15000, batch_size=None, gate_scale=0.1,
                  anneal_doublings=10.0, gate_every=100, history=True, random_state=0):
@@ -211,24 +225,6 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.history = history
         self.random_state = random_state
 
-    def _check_params(self):
-        def _int(name, lo, hi=None):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < lo or (hi is not None and v > hi):
-                raise ValueError(f"{name} must be an integer in [{lo}, {hi or 'inf'}], got {v!r}")
-
-        _int("depth", 0, 20)
-        _int("n_iter", 0)
-        _int("gate_every", 1)
-        if self.batch_size is not None:
-            _int("batch_size", 1)
-        for name in ("lambda_w", "lambda_theta", "lambda_theta_prime", "sigma", "gate_scale"):
-            v = getattr(self, name)
-            if not (isinstance(v, numbers.Real) and v > 0):
-                raise ValueError(f"{name} must be > 0, got {v!r}")
-        if not (isinstance(self.anneal_doublings, numbers.Real) and self.anneal_doublings >= 0):
-            raise ValueError(f"anneal_doublings must be >= 0, got {self.anneal_doublings!r}")
-
     def _gate_sharpness(self, X, rows, Th, t, T):
         """s = gate_scale / mean|θ_lᵀx̃| over the sampled rows, annealed by 2^(A t / T)."""
         if Th.shape[0] == 0:
@@ -244,7 +240,7 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "history" (iteration, epoch, gate_sharpness, objective (P) summed over the trees
         at the current s, train_accuracy / train_hinge with the hard tree, test_accuracy).
         """
-        self._check_params()
+        validate_params(self)
         X, y_idx = check_fit_data(self, X, y)
         notes = []
         if sp.issparse(X):

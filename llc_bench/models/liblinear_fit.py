@@ -18,6 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from liblinear.liblinearutil import parameter, problem, train
 
+from llc_bench.models._validation import POSITIVE, InvalidParameter
+
 SOLVERS = {"l2_hinge": 3, "crammer_singer": 4, "l2_squared_hinge": 2, "logistic": 0}
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
 
@@ -38,6 +40,10 @@ def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0
     """
     if solver not in SOLVERS:
         raise ValueError(f"unknown LIBLINEAR solver {solver!r}; choose from {sorted(SOLVERS)}")
+    # LIBLINEAR's own check would say "Error: b'C <= 0'" (and lets nan and inf through)
+    for name, value in (("C", C), ("eps", eps)):
+        if value is not None and not POSITIVE.is_satisfied_by(value):
+            raise InvalidParameter("LIBLINEAR", name, value, [POSITIVE])
     X = sp.csr_matrix(X, dtype=np.float64)  # liblinear wants csr_matrix, not csr_array
     y = np.asarray(y)
     n_classes = int(y.max()) + 1

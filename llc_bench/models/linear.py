@@ -8,15 +8,21 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.models._validation import (
+    FINITE,
+    FOLDS,
+    POSITIVE,
+    Grid,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
     labels_from_scores,
+    validate_params,
 )
-from llc_bench.models.liblinear_fit import fit_liblinear
+from llc_bench.models.liblinear_fit import SOLVERS, fit_liblinear
 
 DEFAULT_C_GRID = tuple(2.0 ** np.arange(-5, 11, 2))
 
@@ -64,6 +70,12 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     LIBLINEAR's bias feature (``-B bias``) is regularised like the weights.
     """
 
+    _parameter_constraints = {
+        "C": [POSITIVE, None], "solver": [StrOptions(set(SOLVERS))], "cv_folds": [FOLDS],
+        "C_grid": [Grid(POSITIVE)], "cv_max_rows": [FOLDS, None], "bias": [FINITE],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, C=None, solver="l2_hinge", cv_folds=5, C_grid=DEFAULT_C_GRID,
                  cv_max_rows=None, bias=1.0, random_state=0):
         self.C = C
@@ -79,6 +91,7 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                              seed=self.random_state or 0)
 
     def fit(self, X, y, eval_set=None):
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
         seed = self.random_state or 0
         t0 = time.perf_counter()

@@ -32,18 +32,28 @@ Choices where the paper leaves room (released code in ``DESIGN.md`` §7):
 
 from __future__ import annotations
 
-import numbers
 import time
+from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._ml3_kernel import latent_scores_rows, sgd_epoch
+from ._validation import (
+    COUNT,
+    COUNT0,
+    FOLDS,
+    POSITIVE,
+    Grid,
+    InvalidParameter,
+    validate_params,
+)
 from .linear import cv_subsample
 
 __all__ = ["ML3Classifier", "beta_star", "latent_score", "select_lambda"]
@@ -213,6 +223,13 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         sgd_violations), and ``model_size`` (n_models, n_params).
     """
 
+    _parameter_constraints = {
+        "n_models": [COUNT], "p": [Interval(Real, 1, None, closed="both")],
+        "lambda_": [POSITIVE, None], "n_iter": [COUNT0], "averaging": ["boolean"],
+        "n_init_epochs": [COUNT], "lambda_grid": [Grid(POSITIVE), None], "cv_folds": [FOLDS],
+        "cv_max_rows": [FOLDS, None], "random_state": ["random_state"],
+    }
+
     def __init__(self, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
                  n_init_epochs=1, lambda_grid=None, cv_folds=5, cv_max_rows=None,
                  random_state=None):
@@ -238,24 +255,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # accepted, densified
         return tags
 
-    def _check_params(self):
-        if not isinstance(self.n_models, numbers.Integral) or self.n_models < 1:
-            raise ValueError(f"n_models must be an integer >= 1, got {self.n_models!r}")
-        if not isinstance(self.p, numbers.Real) or not (self.p >= 1):
-            raise ValueError(f"p must be a real number >= 1 (inf allowed), got {self.p!r}")
-        if self.lambda_ is not None and (not isinstance(self.lambda_, numbers.Real)
-                                         or not (0 < self.lambda_ < np.inf)):
-            raise ValueError(f"lambda_ must be None or a positive number, got {self.lambda_!r}")
+    def _check_param_combinations(self):
         if self.lambda_grid is not None and self.lambda_ is not None:
-            raise ValueError("give lambda_ or lambda_grid, not both")
-        if self.cv_max_rows is not None and (not isinstance(self.cv_max_rows, numbers.Integral)
-                                             or self.cv_max_rows < 2):
-            raise ValueError(f"cv_max_rows must be None or an integer >= 2, "
-                             f"got {self.cv_max_rows!r}")
-        if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
-            raise ValueError(f"n_iter must be an integer >= 0, got {self.n_iter!r}")
-        if not isinstance(self.n_init_epochs, numbers.Integral) or self.n_init_epochs < 1:
-            raise ValueError(f"n_init_epochs must be an integer >= 1, got {self.n_init_epochs!r}")
+            raise InvalidParameter(type(self).__name__, "lambda_", self.lambda_,
+                                   reason="give lambda_ or lambda_grid, not both")
 
     @staticmethod
     def _dense(X):
@@ -264,7 +267,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     # -- training ---------------------------------------------------------
     def fit(self, X, y, eval_set=None):
         """Fit on (X, y); ``eval_set=(X_test, y_test)`` adds test error to the history."""
-        self._check_params()
+        validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
                              dtype=np.float64)
         check_classification_targets(y)

@@ -44,17 +44,29 @@ LIBLINEAR fits per C and fold reuse the features.
 
 from __future__ import annotations
 
-import numbers
 import time
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import fit_anchors
-from ._validation import SparseInputMixin, check_fit_data, check_predict_data, labels_from_scores
+from ._validation import (
+    COUNT,
+    FINITE,
+    FOLDS,
+    POSITIVE,
+    Grid,
+    SparseInputMixin,
+    check_fit_data,
+    check_predict_data,
+    labels_from_scores,
+    validate_params,
+)
 from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, _scale_gamma
 from .liblinear_fit import SOLVERS, fit_liblinear
 from .linear import _scores, cross_validate_C
@@ -93,6 +105,14 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         Seeds the landmarks, the CV folds and LIBLINEAR (None = 0).
     """
 
+    _parameter_constraints = {
+        "n_components": [COUNT], "landmarks": [StrOptions(set(LANDMARKS))],
+        "gamma": [POSITIVE, None], "gamma_factors": [Grid(POSITIVE)], "C": [POSITIVE, None],
+        "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS], "solver": [StrOptions(set(SOLVERS))],
+        "bias": [FINITE], "eig_rtol": [Interval(Real, 0, 1, closed="left")],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, n_components=500, landmarks="kmeans", gamma=None,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, C=None, C_grid=DEFAULT_C_GRID, cv_folds=5,
                  solver="l2_squared_hinge", bias=1.0, eig_rtol=1e-10, random_state=0):
@@ -107,23 +127,6 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.bias = bias
         self.eig_rtol = eig_rtol
         self.random_state = random_state
-
-    def _check_params(self):
-        for name, lo in (("n_components", 1), ("cv_folds", 2)):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-        if self.landmarks not in LANDMARKS:
-            raise ValueError(f"landmarks must be one of {LANDMARKS}, got {self.landmarks!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {sorted(SOLVERS)}, got {self.solver!r}")
-        for name, values in (("C", [self.C] if self.C is not None else list(self.C_grid)),
-                             ("gamma", [self.gamma] if self.gamma is not None
-                              else list(self.gamma_factors))):
-            if not values or not all(isinstance(v, numbers.Real) and v > 0 for v in values):
-                raise ValueError(f"{name} (or its grid when None) must be > 0, got {values!r}")
-        if not (isinstance(self.eig_rtol, numbers.Real) and 0 <= self.eig_rtol < 1):
-            raise ValueError(f"eig_rtol must be in [0, 1), got {self.eig_rtol!r}")
 
     def _build_map(self, X, gamma, seed):
         """Set the feature map for ``gamma`` (landmarks_ already chosen for k-means)."""
@@ -153,7 +156,7 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         Φ(X_train), "train"), "selected" (gamma, C), "cv_accuracy" (list of
         {gamma, C, accuracy}), "model_size" (n_components, rank, n_weights), "landmarks".
         """
-        self._check_params()
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
         seed = self.random_state or 0
         t0 = time.perf_counter()

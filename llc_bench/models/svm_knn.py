@@ -32,13 +32,19 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.models._validation import (
+    COUNT,
+    FINITE,
+    POSITIVE,
+    Grid,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
     labels_from_scores,
+    validate_params,
 )
 from llc_bench.models.liblinear_fit import fit_liblinear
 
@@ -54,6 +60,13 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     Prediction searches neighbours for ``chunk_size`` test rows at a time and trains
     LIBLINEAR only for queries whose neighbours disagree.
     """
+
+    _parameter_constraints = {
+        "n_neighbors": [COUNT, None], "C": [POSITIVE, None], "K_grid": [Grid(COUNT)],
+        "C_grid": [Grid(POSITIVE)], "n_cv_points": [COUNT],
+        "local_scale": [StrOptions({"none", "radius"})], "bias": [FINITE],
+        "chunk_size": [COUNT], "random_state": ["random_state"],
+    }
 
     def __init__(self, n_neighbors=None, C=1.0, K_grid=DEFAULT_K_GRID, C_grid=DEFAULT_C_GRID,
                  n_cv_points=1000, local_scale="none", bias=1.0, chunk_size=4096,
@@ -136,9 +149,8 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         return results, m, n_local
 
     def fit(self, X, y, eval_set=None):
+        validate_params(self)
         X, y = check_fit_data(self, X, y)
-        if self.local_scale not in ("none", "radius"):
-            raise ValueError(f"local_scale must be 'none' or 'radius', got {self.local_scale!r}")
         seed = self.random_state or 0
         t0 = time.perf_counter()
         n = X.shape[0]
