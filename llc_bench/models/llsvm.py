@@ -33,13 +33,13 @@ and ``fit_info_`` = {"timings", "history", "model_size", "anchors", "coding",
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -50,6 +50,14 @@ from ..coding.local import (
     LocalCode,
     make_coding,
     row_sq_norms,
+)
+from ._validation import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    POSITIVE,
+    InvalidParameter,
+    validate_params,
 )
 from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
 from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
@@ -74,51 +82,24 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             return {"mu": self.mu}
         return {}
 
-    def _check_params(self):
-        def _int(name, lo):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    _parameter_constraints = {
+        "n_anchors": [COUNT], "k": [COUNT], "coding": [StrOptions(set(CODINGS))],
+        "beta": [POSITIVE, StrOptions({"auto"})], "power": [POSITIVE],
+        "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "lambda_": [POSITIVE],
+        "epochs": [COUNT0], "t0": [POSITIVE, StrOptions({"calibrate", "svmsgd2"}), None],
+        "bias_scale": [NON_NEGATIVE, StrOptions({"auto"})], "skip": [COUNT, None],
+        "init": [StrOptions({"liblinear", "zeros"})], "use_W": ["boolean"],
+        "max_nnz": [COUNT], "history": ["boolean"], "random_state": ["random_state"],
+        "mu": [POSITIVE], "learn_anchors": ["boolean"], "anchor_scale": [NON_NEGATIVE],
+        "anchor_step_max": [POSITIVE, None],
+    }
 
-        _int("n_anchors", 1)
-        _int("k", 1)
-        _int("epochs", 0)
-        if not (isinstance(self.lambda_, numbers.Real) and self.lambda_ > 0):
-            raise ValueError(f"lambda_ must be > 0, got {self.lambda_!r}")
-        if self.coding not in CODINGS:
-            raise ValueError(f"coding must be one of {sorted(CODINGS)}, got {self.coding!r}")
-        if self.anchor_method not in ANCHOR_METHODS:
-            raise ValueError(
-                f"anchor_method must be one of {ANCHOR_METHODS}, got {self.anchor_method!r}"
-            )
-        beta = self.beta
-        if not (beta == "auto" or (isinstance(beta, numbers.Real) and beta > 0)):
-            raise ValueError(f"beta must be 'auto' or > 0, got {beta!r}")
-        if self.init not in ("liblinear", "zeros"):
-            raise ValueError(f"init must be 'liblinear' or 'zeros', got {self.init!r}")
-        if self.skip is not None:
-            _int("skip", 1)
-        t0 = self.t0
-        if not (t0 is None or t0 == "calibrate" or (isinstance(t0, numbers.Real) and t0 > 0)):
-            raise ValueError(f"t0 must be None, 'calibrate' or > 0, got {t0!r}")
-        bs = self.bias_scale
-        if not (bs == "auto" or (isinstance(bs, numbers.Real) and bs >= 0)):
-            raise ValueError(f"bias_scale must be 'auto' or a number >= 0, got {bs!r}")
-        if not (isinstance(self.mu, numbers.Real) and self.mu > 0):
-            raise ValueError(f"mu must be > 0, got {self.mu!r}")
-        if not isinstance(self.learn_anchors, bool | np.bool_):
-            raise ValueError(f"learn_anchors must be a bool, got {self.learn_anchors!r}")
-        sc = self.anchor_scale
-        if not (isinstance(sc, numbers.Real) and sc >= 0):
-            raise ValueError(f"anchor_scale must be a number >= 0, got {sc!r}")
-        sm = self.anchor_step_max
-        if not (sm is None or (isinstance(sm, numbers.Real) and sm > 0)):
-            raise ValueError(f"anchor_step_max must be None or > 0, got {sm!r}")
+    def _check_param_combinations(self):
         if self.learn_anchors and self.coding not in LEARNABLE_CODINGS:
-            raise ValueError(
-                f"learn_anchors needs a coding with an anchor gradient {LEARNABLE_CODINGS}, "
-                f"got {self.coding!r}"
-            )
+            raise InvalidParameter(
+                type(self).__name__, "learn_anchors", self.learn_anchors,
+                reason=f"needs a coding with an anchor gradient {LEARNABLE_CODINGS}, "
+                f"not {self.coding!r}")
 
     @staticmethod
     def _prepare_X(X):
@@ -157,7 +138,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
           notes: human-readable remarks (init subsample, capped m or k).
         """
-        self._check_params()
+        validate_params(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         X = self._prepare_X(X)
         learn = bool(self.learn_anchors)

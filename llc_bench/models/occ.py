@@ -40,17 +40,30 @@ Fitted: ``bases_`` (list of :class:`~llc_bench.coding.occ.OCCBasis`),
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.occ import SVD_METHODS, VARIANTS, as_local_code, fit_bases, occ_codes
-from ._validation import SparseInputMixin, check_fit_data, check_predict_data, labels_from_scores
+from ._validation import (
+    COUNT,
+    COUNT0,
+    FOLDS,
+    NON_NEGATIVE,
+    POSITIVE,
+    Grid,
+    InvalidParameter,
+    SparseInputMixin,
+    check_fit_data,
+    check_predict_data,
+    labels_from_scores,
+    validate_params,
+)
 from .kronecker import (
     DEFAULT_MAX_NNZ,
     build_kronecker,
@@ -129,61 +142,34 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------- parameters
+    _parameter_constraints = {
+        "variant": [StrOptions(set(VARIANTS)), None],
+        "coding": [StrOptions({"occ_global", "occ_class"}), None], "n_basis": [COUNT],
+        "svd": [StrOptions(set(SVD_METHODS))], "features": [StrOptions({"kronecker", "codes"})],
+        "solver": [StrOptions({"liblinear", "sgd"})], "loss": [StrOptions(set(LOSSES))],
+        "C": [POSITIVE, None], "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS],
+        "intercept": [StrOptions({"auto", "shared", "per_basis"})], "max_nnz": [COUNT],
+        "lambda_": [POSITIVE], "epochs": [COUNT0],
+        "t0": [POSITIVE, StrOptions({"calibrate", "svmsgd2"}), None],
+        "bias_scale": [NON_NEGATIVE, StrOptions({"auto"})], "skip": [COUNT, None],
+        "history": ["boolean"], "random_state": ["random_state"],
+    }
+
     def _variant(self) -> str:
-        named = None
-        if self.coding is not None:
-            if self.coding not in ("occ_global", "occ_class"):
-                raise ValueError(f"coding must be 'occ_global' or 'occ_class', got {self.coding!r}")
-            named = self.coding[len("occ_"):]
-        if self.variant is None:
-            return named or "global"
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        if named is not None and named != self.variant:
-            raise ValueError(f"variant={self.variant!r} contradicts coding={self.coding!r}")
-        return self.variant
+        """"global" or "class", from ``variant`` or the runner's ``coding`` name."""
+        named = None if self.coding is None else self.coding[len("occ_"):]
+        return self.variant or named or "global"
 
-    def _check_params(self):
-        def _int(name, lo):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-
-        def _pos(name, v):
-            if not (isinstance(v, numbers.Real) and v > 0):
-                raise ValueError(f"{name} must be > 0, got {v!r}")
-
-        for name, choices in (("svd", SVD_METHODS), ("features", ("kronecker", "codes")),
-                              ("solver", ("liblinear", "sgd")), ("loss", tuple(LOSSES))):
-            if getattr(self, name) not in choices:
-                raise ValueError(f"{name} must be one of {choices}, got {getattr(self, name)!r}")
-        _int("n_basis", 1)
-        _int("cv_folds", 2)
-        _int("max_nnz", 1)
-        _int("epochs", 0)
-        _pos("lambda_", self.lambda_)
-        if self.C is None:
-            if not len(self.C_grid):
-                raise ValueError("C=None needs a non-empty C_grid")
-            for c in self.C_grid:
-                _pos("C_grid values", c)
-        else:
-            _pos("C", self.C)
-        if self.intercept not in ("auto", "shared", "per_basis"):
-            raise ValueError(f"intercept must be 'auto', 'shared' or 'per_basis', "
-                             f"got {self.intercept!r}")
+    def _check_param_combinations(self):
+        owner = type(self).__name__
+        named = None if self.coding is None else self.coding[len("occ_"):]
+        if self.variant is not None and named is not None and named != self.variant:
+            raise InvalidParameter(owner, "variant", self.variant,
+                                   reason=f"contradicts coding={self.coding!r}")
         if self.solver == "sgd" and self.intercept == "shared":
-            raise ValueError("intercept='shared' needs solver='liblinear' (llc_sgd learns "
-                             "per-basis biases only)")
-        t0 = self.t0
-        if not (t0 is None or t0 == "calibrate" or (isinstance(t0, numbers.Real) and t0 > 0)):
-            raise ValueError(f"t0 must be None, 'calibrate' or > 0, got {t0!r}")
-        bs = self.bias_scale
-        if not (bs == "auto" or (isinstance(bs, numbers.Real) and bs >= 0)):
-            raise ValueError(f"bias_scale must be 'auto' or a number >= 0, got {bs!r}")
-        if self.skip is not None:
-            _int("skip", 1)
-        return self._variant()
+            raise InvalidParameter(owner, "intercept", self.intercept,
+                                   reason="'shared' needs solver='liblinear' (llc_sgd learns "
+                                   "per-basis biases only)")
 
     # -------------------------------------------------------------------- fit
     def fit(self, X, y, eval_set=None):
@@ -196,7 +182,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "solver" (LIBLINEAR: C, loss, memory estimate, subsample; sgd: t0, steps, ...),
         "cv" (C=None), "notes" (capped M, subsample).
         """
-        variant = self._check_params()
+        validate_params(self)
+        variant = self._variant()
         X, y_idx = check_fit_data(self, X, y)
         if sp.issparse(X) and not X.has_canonical_format:
             X = X.tocsr(copy=True)
