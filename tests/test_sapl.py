@@ -306,7 +306,7 @@ def test_train_llc_sgd_learn_anchors_api():
         anchors=V1, coding=coding, anchor_scale=0.5, epoch_stats=stats,
         callback=lambda e, W, b: seen.append((e, len(stats))),
     )
-    assert seen == [(1, 1), (2, 2), (3, 3)]  # the stats are there when the callback runs
+    assert seen == [(0, 0), (1, 1), (2, 2), (3, 3)]  # the stats are there when it runs
     assert info["learn_anchors"] and info["anchor_scale"] == 0.5 and info["steps"] == 360
     assert len(info["mean_k_per_epoch"]) == 3 and 1 <= stats[0]["mean_k"] <= 4
     assert not np.array_equal(V1, V)
@@ -340,7 +340,9 @@ def test_estimator_learns_anchors_and_predicts_with_them(coding):
     np.testing.assert_allclose(clf.decision_function(Xt), F, rtol=1e-9, atol=1e-9)
     h = clf.fit_info_["history"]
     assert [e["epoch"] for e in h] == [0, 1, 2, 3]
-    last = h[-1]
+    kept = clf.fit_info_["sgd"]["kept_epoch"]  # the epoch of lowest training objective
+    assert h[kept]["objective"] == min(e["objective"] for e in h)
+    last = h[kept]
     assert last["test_accuracy"] == pytest.approx(clf.score(Xt, yt))
     Yt = np.where(yt == 1, 1.0, -1.0)
     assert last["test_hinge"] == pytest.approx(np.maximum(0, 1 - Yt * F).mean())

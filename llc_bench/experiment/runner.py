@@ -84,6 +84,14 @@ def build_estimator(config: Mapping):
     return cls(**{k: _plain(v) for k, v in kwargs.items()})
 
 
+def add_numerics_version(config: dict) -> dict:
+    """Put the estimator's ``numerics_version`` into the run config (so into its cache key);
+    version 1 stays out (null), so the records made before versions existed keep their key."""
+    version = int(getattr(build_estimator(config), "numerics_version", 1))
+    config["numerics_version"] = version if version > 1 else None
+    return config
+
+
 def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     start = time.perf_counter()
     scores = np.asarray(estimator.decision_function(X))
@@ -120,6 +128,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else dict(cfg))
     config.pop("hydra", None)
+    add_numerics_version(config)
     _pin_custom_files(config["dataset"])
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])

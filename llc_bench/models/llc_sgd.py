@@ -313,92 +313,102 @@ def decision_from_codes(X, code: LocalCode, W, b, use_W=True) -> np.ndarray:
     return K.decision_codes_dense(X, code.indices, code.weights, W, b, bool(use_W))
 
 
-def calibrate_t0(
-    X,
-    Y,
-    code: LocalCode,
-    *,
-    lambda_,
-    skip,
-    bias_scale,
-    use_W=True,
-    n_sub: int = 1000,
-    factor: float = 2.0,
-    max_tries: int = 30,
-    random_state=None,
+def sgd_objective(X, Y, code: LocalCode, W, b, lambda_, use_W=True) -> tuple[float, np.ndarray]:
+    """(λ/2 Σ_c ||θ_c||² + 1/N Σ_n Σ_c hinge, F): the training objective (LL-SVM eq. 9,
+    one-vs-all LLC-SAPL eq. 21; θ = W, or b for LCC+SVM) and the decision values F."""
+    F = decision_from_codes(X, code, W, b, use_W)
+    theta = W if use_W else b
+    hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
+    return float(0.5 * lambda_ * np.dot(theta.ravel(), theta.ravel()) + hinge), F
+
+
+#: η0 grid of :func:`calibrate_eta0`: SVMSGD2's λ^(-1/4) times 2^j for these j.
+ETA0_GRID_EXPONENTS = tuple(range(2, -25, -1))
+#: Rows per calibration subsample, and how many seeded subsamples are averaged.
+CALIBRATION_ROWS = 2000
+CALIBRATION_REPEATS = 2
+#: Costs within this relative margin of the grid's minimum count as equal; the largest
+#: such η0 is kept (a flat tail of tiny steps would otherwise decide by rounding noise).
+CALIBRATION_TIE = 1e-4
+#: An epoch whose training objective exceeds this multiple of the starting one diverged:
+#: the run restarts from its starting point with η0 divided by RETRY_DIVISOR.
+DIVERGENCE_FACTOR = 2.0
+RETRY_DIVISOR = 8.0
+MAX_RETRIES = 4
+
+
+def calibrate_eta0(
+    X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
+    coding=None, anchor_scale=1.0, anchor_step_max=None, n_sub=CALIBRATION_ROWS,
+    repeats=CALIBRATION_REPEATS, random_state=None,
 ) -> tuple[float, dict]:
-    """t0 from sgd-2's ``determineEta0`` (DESIGN §6, optional): on a seeded subsample of
-    ≤ ``n_sub`` rows, run one pass from W = b = 0 with the schedule of t0 = 1/(λ η0)
-    and measure the cost λ/2||θ||² + mean hinge on the subsample; starting from
-    SVMSGD2's η0 = λ^(-1/4), halve (or double) η0 while the cost decreases.  As in
-    sgd-2 the smaller η0 of the final bracket is kept (the best one tried, or one
-    halving below it).  Returns (t0, info).
+    """t0 = 1/(λ η0) with η0 chosen *from the warm start* (W, b and, when learned, the
+    anchors; none of them is changed).
 
-    SVMSGD2's λ^(-3/4) assumes ||x|| ≈ 1; after standard scaling ||x||² ≈ D and
-    its first steps are far too large, which this calibration corrects.
+    For every η0 on the grid λ^(-1/4)·2^j (:data:`ETA0_GRID_EXPONENTS`), one SGD pass of
+    the real schedule (step counter from 0, as the first epoch) runs from the warm start
+    over ``repeats`` seeded subsamples of ≤ ``n_sub`` rows, moving the anchors too when
+    ``anchors`` is given; its cost is the training objective on that subsample
+    (:func:`sgd_objective`, re-encoded with the moved anchors).  The η0 of the lowest mean
+    cost is kept (ties within :data:`CALIBRATION_TIE`: the largest).  A warm start that
+    SGD cannot improve gets a tiny η0, i.e. SGD that leaves it nearly unchanged.
+    Replaces sgd-2's greedy ``determineEta0`` from W = 0 (unstable across seeds: LLC
+    issue #14).  Returns (t0, info) with the grid's costs.
     """
-    n = X.shape[0]
     rng = np.random.default_rng(random_state)
-    rows = np.sort(rng.choice(n, n_sub, replace=False)) if n > n_sub else np.arange(n)
-    Xs = X[rows]
-    if sp.issparse(Xs):
-        Xs = Xs.tocsr()
-    Ys = np.ascontiguousarray(Y[rows])
-    cs = code.take(rows)
-    order = rng.permutation(rows.size)
-    n_out, m = Ys.shape[1], int(code.indices.max()) + 1
-    D = X.shape[1]
-
-    def cost(eta0):
-        W = np.zeros((n_out, m, D))
-        b = np.zeros((n_out, m))
-        run_epoch(
-            Xs,
-            Ys,
-            cs,
-            order,
-            W,
-            b,
-            0,
-            skip,
-            lambda_=lambda_,
-            t0=1.0 / (lambda_ * eta0),
-            skip=skip,
-            bias_scale=bias_scale,
-            use_W=use_W,
-        )
-        F = decision_from_codes(Xs, cs, W, b, use_W)
-        theta = W if use_W else b
-        return 0.5 * lambda_ * float(np.dot(theta.ravel(), theta.ravel())) + float(
-            np.maximum(0.0, 1.0 - Ys * F).sum(axis=1).mean()
-        )
-
-    tried = {}
-    lo = lambda_**-0.25
-    lo_cost = tried[lo] = cost(lo)
-    hi = lo * factor
-    hi_cost = tried[hi] = cost(hi)
-    if lo_cost < hi_cost:
-        for _ in range(max_tries):
-            if not lo_cost < hi_cost:
-                break
-            hi, hi_cost = lo, lo_cost
-            lo = hi / factor
-            lo_cost = tried[lo] = cost(lo)
-    elif hi_cost < lo_cost:
-        for _ in range(max_tries):
-            if not hi_cost < lo_cost:
-                break
-            lo, lo_cost = hi, hi_cost
-            hi = lo * factor
-            hi_cost = tried[hi] = cost(hi)
-    eta0 = lo
-    t0 = 1.0 / (lambda_ * eta0)
-    return t0, {
+    n = X.shape[0]
+    base = lambda_**-0.25
+    grid = [base * 2.0**j for j in ETA0_GRID_EXPONENTS]
+    costs = np.zeros((repeats, len(grid)))
+    start_cost = np.zeros(repeats)
+    for r in range(repeats):
+        rows = np.sort(rng.choice(n, n_sub, replace=False)) if n > n_sub else np.arange(n)
+        Xs = X[rows]
+        Ys = np.ascontiguousarray(Y[rows])
+        cs = code.take(rows)
+        order = rng.permutation(rows.size)
+        start_cost[r] = sgd_objective(Xs, Ys, cs, W, b, lambda_, use_W)[0]
+        for i, eta0 in enumerate(grid):
+            Wc, bc = W.copy(), b.copy()
+            kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
+                      bias_scale=bias_scale, use_W=use_W)
+            if anchors is None:
+                run_epoch(Xs, Ys, cs, order, Wc, bc, 0, skip, **kw)
+                code_now = cs
+            else:
+                Vc = anchors.copy()
+                run_epoch_anchors(Xs, Ys, order, Vc, Wc, bc, 0, skip, coding,
+                                  anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
+                                  **kw)
+                code_now = coding.encode(Xs, Vc)
+            costs[r, i] = sgd_objective(Xs, Ys, code_now, Wc, bc, lambda_, use_W)[0]
+    mean = costs.mean(axis=0)
+    finite = np.isfinite(mean)
+    low = mean[finite].min() if finite.any() else np.inf
+    tied = np.flatnonzero(finite & (mean <= low + CALIBRATION_TIE * abs(low)))
+    best = int(tied[0]) if tied.size else len(grid) - 1  # grid runs from large to small η0
+    eta0 = grid[best]
+    return 1.0 / (lambda_ * eta0), {
+        "method": "warm-start grid",
         "eta0": eta0,
-        "n_sub": int(rows.size),
-        "tried": {f"{k:.6g}": v for k, v in sorted(tried.items())},
+        "n_sub": int(min(n, n_sub)),
+        "repeats": int(repeats),
+        "start_cost": float(start_cost.mean()),
+        "grid": {f"{g:.6g}": float(c) for g, c in zip(grid, mean, strict=True)},
     }
+
+
+def resolve_t0(t0, lambda_) -> float | None:
+    """A number for a fixed schedule, None for "calibrate" (the default, also ``None``)."""
+    if t0 is None or t0 == "calibrate":
+        return None
+    if t0 == "svmsgd2":
+        return default_t0(lambda_)
+    if isinstance(t0, str):
+        raise ConfigError(f"t0 must be a number > 0, 'calibrate' or 'svmsgd2', got {t0!r}")
+    if not t0 > 0:
+        raise ConfigError(f"t0 must be > 0, got {t0}")
+    return float(t0)
 
 
 class AnchorLearningUnavailable(ConfigError, NotImplementedError):
@@ -426,23 +436,38 @@ def train_llc_sgd(
     anchor_scale: float = 1.0,
     epoch_stats: list | None = None,
     anchor_step_max: float | None = None,
+    objective: Callable[[np.ndarray, np.ndarray], float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
     X dense C-ordered float64 (n, D) or CSR; Y (n, n_out) ±1 (:func:`labels_matrix`);
-    ``code`` the fixed training codes.  ``random_state`` seeds the per-epoch
-    permutations (``numpy.random.default_rng``).  ``callback(epoch, W, b)`` runs
-    after every epoch (1-based).  Returns (W, b, info) with the resolved t0,
-    bias_scale, skip, the step count and per-epoch seconds.
+    ``code`` the fixed training codes.  ``random_state`` seeds the calibration and the
+    per-epoch permutations (``numpy.random.default_rng``).  ``t0``: None or "calibrate"
+    (:func:`calibrate_eta0` from the starting point, the default), "svmsgd2"
+    (λ^(-3/4)) or a number (the papers' fixed schedules).
+
+    ``objective(W, b)``, if given, is the training objective of the current parameters
+    (anchors included: they are moved in place).  It is evaluated at the start and after
+    every epoch, and then (1) the parameters of the epoch with the lowest objective are
+    kept — the run never ends worse than it started (the LIBLINEAR warm start); (2) with a
+    calibrated t0, an epoch above :data:`DIVERGENCE_FACTOR` × the starting objective (or
+    NaN) restarts the run from its starting point with η0 / :data:`RETRY_DIVISOR` (at most
+    :data:`MAX_RETRIES` times, each recorded in ``info["retries"]``); a fixed t0 runs as
+    written.  ``callback(epoch, W, b)`` runs at the start
+    (epoch 0) and after every epoch (after ``objective``; a restart calls it from epoch 1
+    again).
+
+    Returns (W, b, info) with the resolved t0, bias_scale, skip, the step count, per-epoch
+    seconds, and with ``objective`` the per-epoch objectives and the kept epoch.
 
     ``learn_anchors=True`` (LLC-SAPL / LLC-JO) also needs ``anchors`` (m, D) float64
-    C-ordered, moved in place, and the fitted ``coding`` (soft_knn or
-    adaptive_knn) that encodes every step; X must be dense.  ``code`` is then only
-    used by ``t0="calibrate"`` (the initial codes).  ``anchor_scale`` multiplies the
-    anchor rate; ``anchor_step_max`` (None = off, the papers' step) clips the fraction
-    c of each anchor move v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a
-    list, receives one dict per epoch before the callback runs: {"mean_k"} = the mean
-    number of non-zero weights per step (k* of adaptive_knn, JO Fig. 3).
+    C-ordered, moved in place, and the fitted ``coding`` (soft_knn or adaptive_knn) that
+    encodes every step; X must be dense.  ``code`` is then only used by the calibration
+    (the initial codes).  ``anchor_scale`` multiplies the anchor rate; ``anchor_step_max``
+    (None = off, the papers' step) clips the fraction c of each anchor move
+    v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a list, receives one dict per
+    epoch before the callback runs: {"mean_k"} = the mean number of non-zero weights per
+    step (k* of adaptive_knn, JO Fig. 3).
     """
     if learn_anchors and (anchors is None or coding is None):
         raise AnchorLearningUnavailable(
@@ -471,62 +496,81 @@ def train_llc_sgd(
         if anchors.dtype != np.float64 or not anchors.flags.c_contiguous:
             raise ConfigError("anchors must be a C-contiguous float64 array (moved in place)")
     rng = np.random.default_rng(random_state)
+    seed_calibration, seed_order = (int(s) for s in rng.integers(2**31 - 1, size=2))
     info: dict = {}
-    if t0 is None:
-        t0 = default_t0(lambda_)
-    elif isinstance(t0, str):
-        if t0 != "calibrate":
-            raise ConfigError(f"t0 must be a number, None or 'calibrate', got {t0!r}")
-        t0, info["t0_calibration"] = calibrate_t0(
-            X,
-            Y,
-            code,
-            lambda_=lambda_,
-            skip=skip,
-            bias_scale=bias_scale,
-            use_W=use_W,
-            random_state=rng.integers(2**31 - 1),
-        )
-    t0 = float(t0)
-    if t0 <= 0:
-        raise ConfigError(f"t0 must be > 0, got {t0}")
-    n = X.shape[0]
-    t, count = 0, skip
-    seconds = []
-    mean_k = []
-    kw = dict(lambda_=lambda_, t0=t0, skip=skip, bias_scale=bias_scale, use_W=use_W)
-    for epoch in range(1, epochs + 1):
-        order = rng.permutation(n)
-        start = time.perf_counter()
-        if learn_anchors:
-            t, count, ks = run_epoch_anchors(
-                X, Y, order, anchors, W, b, t, count, coding, anchor_scale=anchor_scale,
-                anchor_step_max=anchor_step_max, **kw
-            )
-            mean_k.append(float(ks.mean()) if ks.size else 0.0)
-        else:
-            t, count = run_epoch(X, Y, code, order, W, b, t, count, **kw)
-            if code.n_active is not None:
-                mean_k.append(float(code.n_active.mean()))
+    kw = dict(lambda_=lambda_, skip=skip, bias_scale=bias_scale, use_W=use_W)
+    fixed = resolve_t0(t0, lambda_)
+    if fixed is not None or epochs == 0:
+        t0 = fixed if fixed is not None else default_t0(lambda_)
+    else:
+        t0, info["t0_calibration"] = calibrate_eta0(
+            X, Y, code, W, b, anchors=anchors if learn_anchors else None, coding=coding,
+            anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
+            random_state=seed_calibration, **kw)
+    start = (W.copy(), b.copy(), anchors.copy() if learn_anchors else None)
+    start_obj = objective(W, b) if objective is not None else None
+    if callback is not None:
+        callback(0, W, b)
+    retries = []
+    max_retries = MAX_RETRIES if fixed is None else 0  # a fixed schedule runs as written
+    for attempt in range(max_retries + 1):
+        order_rng = np.random.default_rng(seed_order)  # a restart sees the same orders
+        t, count = 0, skip
+        seconds, mean_k, objectives = [], [], []
+        best = (start_obj, 0, start)
+        diverged = False
+        for epoch in range(1, epochs + 1):
+            order = order_rng.permutation(X.shape[0])
+            tic = time.perf_counter()
+            if learn_anchors:
+                t, count, ks = run_epoch_anchors(
+                    X, Y, order, anchors, W, b, t, count, coding, anchor_scale=anchor_scale,
+                    anchor_step_max=anchor_step_max, t0=t0, **kw
+                )
+                mean_k.append(float(ks.mean()) if ks.size else 0.0)
             else:
-                mean_k.append(float(code.k))
-        seconds.append(time.perf_counter() - start)
-        if epoch_stats is not None:
-            epoch_stats.append({"mean_k": mean_k[-1]})
-        if callback is not None:
-            callback(epoch, W, b)
-    info.update(
-        t0=t0,
-        bias_scale=float(bias_scale),
-        skip=skip,
-        steps=int(t),
-        epoch_seconds=seconds,
-        use_W=bool(use_W),
-    )
+                t, count = run_epoch(X, Y, code, order, W, b, t, count, t0=t0, **kw)
+                mean_k.append(float(code.n_active.mean() if code.n_active is not None
+                                    else code.k))
+            seconds.append(time.perf_counter() - tic)
+            if epoch_stats is not None:
+                epoch_stats.append({"mean_k": mean_k[-1]})
+            if objective is not None:
+                obj = objective(W, b)
+                objectives.append(obj)
+                if obj < best[0]:
+                    best = (obj, epoch, (W.copy(), b.copy(),
+                                         anchors.copy() if learn_anchors else None))
+                diverged = max_retries > 0 and not obj <= DIVERGENCE_FACTOR * start_obj
+            if callback is not None:
+                callback(epoch, W, b)
+            if diverged and attempt < max_retries:
+                break
+        if not diverged or attempt == max_retries:  # the last attempt runs all its epochs
+            break
+        retries.append({"eta0": 1.0 / (lambda_ * t0), "epoch": epoch, "objective": obj,
+                        "start_objective": start_obj})
+        t0 *= RETRY_DIVISOR
+        _restore(start, W, b, anchors)
+    info.update(t0=float(t0), eta0=1.0 / (lambda_ * t0), bias_scale=float(bias_scale),
+                skip=skip, steps=int(t), epoch_seconds=seconds, use_W=bool(use_W))
     info["lambda"] = float(lambda_)
+    if objective is not None:
+        info.update(start_objective=start_obj, epoch_objectives=objectives,
+                    kept_epoch=best[1], retries=retries)
+        if best[1] != len(objectives):
+            _restore(best[2], W, b, anchors)
     if learn_anchors:
         info.update(learn_anchors=True, anchor_scale=float(anchor_scale),
                     anchor_step_max=anchor_step_max)
     if code.n_active is not None or learn_anchors:
         info["mean_k_per_epoch"] = mean_k
     return W, b, info
+
+
+def _restore(saved, W, b, anchors) -> None:
+    """Copy saved (W, b, anchors) back into the arrays the caller holds."""
+    W[...] = saved[0]
+    b[...] = saved[1]
+    if saved[2] is not None:
+        anchors[...] = saved[2]

@@ -60,7 +60,7 @@ from ._validation import (
     validate_params,
 )
 from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
-from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
+from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
 
 #: Largest n·D for which CSR input is densified for ``learn_anchors`` (400 MB).
 MAX_DENSE_ENTRIES = 50_000_000
@@ -71,6 +71,10 @@ _PREDICT_CHUNK_ENTRIES = 1 << 22
 
 class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     """Shared fit/predict; the subclasses differ in their defaults only."""
+
+    #: Enters the result cache key: bump it whenever the same parameters give other
+    #: numbers.  2 = warm-start η0 calibration, best epoch kept, divergence restarts.
+    numerics_version = 2
 
     # ---------------------------------------------------------------- helpers
     def _coding_options(self) -> dict:
@@ -202,7 +206,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             info["init"] = {"method": "zeros"}
         timings["init"] = time.perf_counter() - t
 
-        # ------------------------------------------------ per-epoch history
+        # ------------------------------------ training objective and per-epoch history
         history: list = []
         hist_time = [0.0]
         epoch_stats: list = []
@@ -221,20 +225,22 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             Yt = labels_matrix(np.searchsorted(self.classes_, test[1]), n_classes)
             known = np.isin(test[1], self.classes_)
         lam = float(self.lambda_)
+        last: dict = {}
+
+        def objective(W, b):
+            # learned anchors move: re-encode with the current anchors (after the start)
+            code_now = self._encode(X) if (learn and "F" in last) else code
+            last["objective"], last["F"] = sgd_objective(X, Y, code_now, W, b, lam, use_W)
+            last["code"] = code_now
+            return last["objective"]
 
         def record(epoch, W, b):
             t_rec = time.perf_counter()
-            # learned anchors move: re-encode with the anchors of this epoch
-            code_now = self._encode(X) if (learn and epoch > 0) else code
-            F = decision_from_codes(X, code_now, W, b, use_W)
-            loss = np.maximum(0.0, 1.0 - Y * F)
-            theta = W if use_W else b
+            F, code_now = last["F"], last["code"]
             entry = {
                 "epoch": epoch,
-                "objective": float(
-                    0.5 * lam * np.dot(theta.ravel(), theta.ravel()) + loss.sum(axis=1).mean()
-                ),
-                "train_hinge": float(loss.mean()),
+                "objective": last["objective"],
+                "train_hinge": float(np.maximum(0.0, 1.0 - Y * F).mean()),
                 "train_accuracy": float(np.mean(self._labels_from_scores(F) == y)),
             }
             if variable_k:
@@ -248,11 +254,9 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 entry["test_hinge"] = float(np.maximum(0.0, 1.0 - Yt[known] * Ft[known]).mean())
                 if variable_k:
                     entry["test_mean_k"] = float(code_t.n_active.mean())
+            del history[epoch:]  # a restarted run (divergence guard) overwrites its epochs
             history.append(entry)
             hist_time[0] += time.perf_counter() - t_rec
-
-        if self.history:
-            record(0, W, b)
 
         t = time.perf_counter()
         W, b, info["sgd"] = train_llc_sgd(
@@ -275,6 +279,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             anchor_scale=float(self.anchor_scale),
             epoch_stats=epoch_stats,
             anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
+            objective=objective,
         )
         timings["sgd"] = time.perf_counter() - t - hist_time[0]
         timings["history"] = hist_time[0]
@@ -415,10 +420,13 @@ class LLSVMClassifier(_LocalSVMBase):
         λ of the objective λ/2||W||² + mean hinge (eq. 9); LIBLINEAR init C = 1/(λN).
     epochs : int, default 10
         SGD passes over the training set (0 = LIBLINEAR init only).
-    t0 : float, None or "calibrate", default None
-        Rate offset in η_t = 1/(λ(t + t0)); None = λ^(-3/4) (SVMSGD2, which
-        assumes ||x|| ≈ 1); "calibrate" = sgd-2's determineEta0 on 1000 training
-        rows (see ``llc_sgd.calibrate_t0``).
+    t0 : float, None, "calibrate" or "svmsgd2", default None
+        Rate offset in η_t = 1/(λ(t + t0)).  None / "calibrate": η0 = 1/(λ t0) chosen
+        from the LIBLINEAR warm start on a grid, by the objective after one pass over
+        seeded training subsamples (``llc_sgd.calibrate_eta0``); "svmsgd2": λ^(-3/4)
+        (SVMSGD2, which assumes ||x|| ≈ 1); a number: the papers' fixed schedules.
+        Whatever the schedule, the epoch of lowest training objective is kept (never
+        worse than the init); a calibrated run that diverges restarts with a smaller η0.
     bias_scale : float or "auto", default "auto"
         Multiplier of the bias learning rate; "auto" = half the largest mean
         |x_j| (SVMSGD2); 0 freezes b (the released code).

@@ -73,7 +73,7 @@ from .kronecker import (
 )
 from .liblinear_fit import fit_liblinear
 from .linear import DEFAULT_C_GRID, cross_validate_C
-from .llc_sgd import decision_from_codes, labels_matrix, train_llc_sgd
+from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
 
 LOSSES = {"squared_hinge": "l2_squared_hinge", "hinge": "l2_hinge"}
 _PREDICT_CHUNK_ENTRIES = 1 << 22  # rows × outputs × M per prediction chunk
@@ -115,6 +115,12 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         Per-epoch objective / accuracies (sgd).
     random_state : int, RandomState or None
     """
+
+    @property
+    def numerics_version(self) -> int:
+        """Enters the result cache key; 2 = the llc_sgd fixes (warm/zero-start η0 grid,
+        best epoch kept, divergence restarts), which change only the SGD solver."""
+        return 2 if self.solver == "sgd" else 1
 
     def __init__(self, variant=None, coding=None, n_basis=20, svd="auto",
                  features="kronecker", solver="liblinear", loss="squared_hinge", C=1.0,
@@ -318,7 +324,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             yt[self.classes_[yt] != labels] = -1  # a class unseen in training: never right
             test = (Xt, yt, np.zeros((epochs, Xt.shape[0], Y.shape[1]), np.float32))
         F_train = np.zeros((epochs, n, Y.shape[1]), np.float32) if record else None
-        reg = np.zeros(epochs)
+        reg = np.zeros((len(groups), epochs))
         runs, test_encode = [], 0.0
         for j, outs, _ in groups:
             basis = self.bases_[j]
@@ -329,23 +335,28 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             code_t = as_local_code(basis.encode(test[0])) if test is not None else None
             test_encode += time.perf_counter() - t
 
-            def callback(epoch, W, b, outs=outs, code=code, code_t=code_t):
+            def callback(epoch, W, b, j=j, outs=outs, code=code, code_t=code_t):
+                if epoch == 0:
+                    return
                 t_rec = time.perf_counter()
                 F_train[epoch - 1][:, outs] = decision_from_codes(X, code, W, b, use_W)
                 theta = W if use_W else b
-                reg[epoch - 1] += 0.5 * lam * float(np.dot(theta.ravel(), theta.ravel()))
+                reg[j, epoch - 1] = 0.5 * lam * float(np.dot(theta.ravel(), theta.ravel()))
                 if test is not None:
                     test[2][epoch - 1][:, outs] = decision_from_codes(test[0], code_t, W, b,
                                                                       use_W)
                 timings["history"] += time.perf_counter() - t_rec
 
+            Y_out = np.ascontiguousarray(Y[:, outs])
             W = np.zeros((outs.size, basis.M, D))
             b = np.zeros((outs.size, basis.M))
             t = time.perf_counter()
             W, b, run = train_llc_sgd(
-                X, np.ascontiguousarray(Y[:, outs]), code, W, b, lambda_=lam, epochs=epochs,
+                X, Y_out, code, W, b, lambda_=lam, epochs=epochs,
                 t0=self.t0, bias_scale=self.bias_scale, skip=self.skip, use_W=use_W,
-                random_state=seed_fit + j, callback=callback if record else None)
+                random_state=seed_fit + j, callback=callback if record else None,
+                objective=lambda W, b, Y_out=Y_out, code=code: sgd_objective(
+                    X, Y_out, code, W, b, lam, use_W)[0])
             timings["train"] += time.perf_counter() - t
             runs.append(run)
             if use_W:
@@ -356,7 +367,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         info["solver"] = {"trainer": "llc_sgd (PEGASOS-style SGD, LL-SVM formulation)",
                           "per_basis_bias": True, "runs": runs}
         if record:
-            info["history"] = self._history(F_train, Y, y_idx, reg, test)
+            info["history"] = self._history(F_train, Y, y_idx, reg.sum(axis=0), test)
 
     def _history(self, F_train, Y, y_idx, reg, test):
         history = []

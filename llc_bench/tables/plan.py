@@ -161,9 +161,11 @@ class Composer:
         from omegaconf import OmegaConf
 
         cfg = compose("run", overrides=override_list(overrides))
+        from llc_bench.experiment.runner import add_numerics_version
+
         config = OmegaConf.to_container(cfg, resolve=True)
         config.pop("hydra", None)
-        return config
+        return add_numerics_version(config)
 
 
 def _status_of_dataset(name: str, home, mirrors, cache: dict) -> str:

@@ -1,0 +1,121 @@
+"""SGD that keeps what LIBLINEAR found: the warm-start η0 calibration, the kept epoch and
+the divergence restart (issue #14), on a problem where SVMSGD2's η0 = λ^(-1/4) diverges."""
+
+import numpy as np
+import pytest
+
+from llc_bench.models import LLSVMClassifier, llc_sgd
+from llc_bench.models.llc_sgd import ETA0_GRID_EXPONENTS, calibrate_eta0
+
+PRESETS = {  # the four llc_sgd models of the tables, at small m
+    "llsvm": dict(),
+    "lcc_svm": dict(coding="soft_knn", use_W=False),
+    "sapl": dict(coding="soft_knn", learn_anchors=True, anchor_scale=0.01),
+    "jo": dict(coding="adaptive_knn", learn_anchors=True, anchor_scale=0.01),
+}
+
+
+@pytest.fixture(scope="module")
+def standardised():
+    """Standardised data with D = 60: ||x||² ≈ D, where SVMSGD2's rule (made for
+    ||x|| ≈ 1) takes first steps ~D times too large."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 60))
+    y = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0).astype(int)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _fit(X, y, preset, **kw):
+    params = dict(n_anchors=10, k=4, lambda_=1e-4, epochs=3, random_state=0)
+    params.update(PRESETS[preset], **kw)
+    return LLSVMClassifier(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_default_never_ends_above_the_liblinear_init(standardised, preset):
+    X, y = standardised
+    objectives = [e["objective"] for e in _fit(X, y, preset).fit_info_["history"]]
+    assert max(objectives[1:]) <= 2 * objectives[0]  # no epoch-1 blow-up
+    sgd = _fit(X, y, preset).fit_info_["sgd"]
+    kept = ([sgd["start_objective"], *sgd["epoch_objectives"]])[sgd["kept_epoch"]]
+    assert kept <= sgd["start_objective"] and kept == min(objectives)
+    assert "t0_calibration" in sgd and sgd["retries"] == []
+
+
+@pytest.mark.parametrize("preset", ["llsvm", "sapl"])
+def test_the_old_rule_blows_up_here_and_the_kept_epoch_is_the_init(standardised, preset):
+    """The same problem with the SVMSGD2 schedule (as written): epoch 1 is > 2x the init,
+    so the test above is not vacuous; the best-epoch rule then keeps the init itself."""
+    X, y = standardised
+    clf = _fit(X, y, preset, t0="svmsgd2")
+    objectives = [e["objective"] for e in clf.fit_info_["history"]]
+    assert objectives[1] > 2 * objectives[0]
+    assert clf.fit_info_["sgd"]["kept_epoch"] == 0 and clf.fit_info_["sgd"]["retries"] == []
+    init = _fit(X, y, preset, epochs=0)
+    np.testing.assert_array_equal(clf.W_, init.W_)
+    np.testing.assert_array_equal(clf.anchors_, init.anchors_)
+
+
+def test_calibration_is_stable_across_seeds(standardised):
+    X, y = standardised
+    steps = []
+    for seed in (0, 1, 2):
+        clf = _fit(X, y, "sapl", epochs=1, random_state=seed)
+        cal = clf.fit_info_["sgd"]["t0_calibration"]
+        assert len(cal["grid"]) == len(ETA0_GRID_EXPONENTS) and cal["repeats"] >= 2
+        steps.append(np.log2(cal["eta0"]))
+    assert max(steps) - min(steps) <= 1.0 + 1e-9  # within one grid step (a factor of 2)
+
+
+def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    clf = LLSVMClassifier(n_anchors=5, k=2, epochs=0, random_state=0).fit(X, y)
+    code = clf.coding_.encode(X, clf.anchors_)
+    Y = llc_sgd.labels_matrix(y, 2)
+    W, b = clf.W_.copy(), clf.b_.copy()
+    t0, info = calibrate_eta0(X, Y, code, W, b, lambda_=1e-3, skip=16, bias_scale=0.5,
+                              random_state=0)
+    np.testing.assert_array_equal(W, clf.W_)  # nothing moved
+    costs = {float(k): v for k, v in info["grid"].items()}
+    best = min(costs.values())
+    tied = [eta for eta, c in costs.items() if c <= best + llc_sgd.CALIBRATION_TIE * abs(best)]
+    assert info["eta0"] == pytest.approx(max(tied), rel=1e-5)
+    assert t0 == pytest.approx(1 / (1e-3 * info["eta0"]))
+
+
+def test_divergence_restarts_with_a_smaller_step(standardised, monkeypatch):
+    """A calibration that picks SVMSGD2's huge η0: the guard sees the objective jump,
+    restarts from the init with η0 / 4 until it stops diverging, and says so."""
+    X, y = standardised
+    monkeypatch.setattr(llc_sgd, "calibrate_eta0",
+                        lambda *a, lambda_, **k: (1.0 / (lambda_ * lambda_**-0.25), {}))
+    clf = _fit(X, y, "llsvm")
+    sgd = clf.fit_info_["sgd"]
+    retries = sgd["retries"]
+    assert 1 <= len(retries) <= llc_sgd.MAX_RETRIES
+    etas = [r["eta0"] for r in retries] + [sgd["eta0"]]
+    np.testing.assert_allclose(np.array(etas[:-1]) / etas[1:], llc_sgd.RETRY_DIVISOR)
+    assert all(r["objective"] > llc_sgd.DIVERGENCE_FACTOR * r["start_objective"]
+               for r in retries)
+    history = clf.fit_info_["history"]  # the restarted run's epochs replace the aborted ones
+    assert [e["epoch"] for e in history] == [0, 1, 2, 3]
+    assert max(e["objective"] for e in history[1:]) <= 2 * history[0]["objective"]
+
+
+def test_numerics_version_enters_the_cache_key():
+    from llc_bench.experiment.results import config_hash
+    from llc_bench.experiment.runner import add_numerics_version
+
+    base = {"trainer": {"name": "llc_sgd"}, "coding": {"name": "inverse_distance"},
+            "seed": 0, "dataset": {"name": "banana"}}
+    llc = add_numerics_version({**base})
+    assert llc["numerics_version"] == 2
+    lin = add_numerics_version({**base, "trainer": {"name": "liblinear"}, "coding": None})
+    assert lin["numerics_version"] is None  # version 1 stays out: old keys unchanged
+    assert config_hash(llc) != config_hash({**llc, "numerics_version": None})
+    occ = {"trainer": {"name": "occ", "solver": "liblinear"}, "seed": 0}
+    assert add_numerics_version(dict(occ))["numerics_version"] is None
+    occ["trainer"] = {"name": "occ", "solver": "sgd"}
+    assert add_numerics_version(dict(occ))["numerics_version"] == 2
