@@ -1,20 +1,25 @@
 """The results store: one JSON record per run, keyed by the hash of its config.
 
 A record is written atomically (temporary file in the same directory, fsync,
-``os.replace``), so an interrupted run leaves either no record or a whole one.
-Readers validate every record and report the bad ones instead of using them.
+``os.replace``), so an interrupted run leaves either no record or a whole one; it is
+strict JSON (no NaN) and gets the mode the umask allows, as any new file.  A run holds
+``<root>/locks/<hash>.lock`` while it computes, so a second identical run waits for the
+first and finds its record.  Readers validate every record and report the bad ones
+instead of using them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from llc_bench.errors import ResultsError
+from llc_bench.errors import ConfigError, ResultsError
 
 RECORD_VERSION = 1
 REQUIRED_KEYS = ("record_version", "config_hash", "config", "seed", "dataset", "model",
@@ -47,16 +52,26 @@ def config_hash(config: Mapping) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def file_mode() -> int:
+    """The mode ``open()`` gives a new file under the current umask (0o666 & ~umask);
+    ``mkstemp`` would give 0600, which collaborators sharing a store cannot read."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_json(path: Path, payload: Mapping) -> None:
-    """Write ``payload`` as JSON to ``path`` so readers never see a partial file."""
+    """Write ``payload`` as strict JSON (a NaN or inf is a ValueError) to ``path`` so
+    readers never see a partial file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle, indent=1, sort_keys=False, allow_nan=True)
+            json.dump(payload, handle, indent=1, sort_keys=False, allow_nan=False)
             handle.write("\n")
             handle.flush()
+            os.fchmod(handle.fileno(), file_mode())
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -70,6 +85,56 @@ class ResultsStore:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self.runs = self.root / "runs"
+        self.locks = self.root / "locks"
+
+    def check_writable(self) -> None:
+        """A ConfigError unless records can be written under ``root`` (checked before a
+        run computes anything)."""
+        for path in (self.root, self.runs, self.locks):
+            if path.exists() and not path.is_dir():
+                raise ConfigError(f"results_dir={self.root}: {path} is a file, not a directory")
+        try:
+            self.runs.mkdir(parents=True, exist_ok=True)
+            self.locks.mkdir(exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"results_dir={self.root}: cannot create {err.filename} "
+                              f"({err.strerror})") from None
+        for path in (self.runs, self.locks):
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ConfigError(f"results_dir={self.root}: {path} is not writable")
+
+    @contextlib.contextmanager
+    def lock(self, key: str, on_wait: Callable[[], None] | None = None):
+        """Hold ``locks/<key>.lock`` for the block; a second holder waits (``on_wait`` is
+        called once when it has to).  ``flock`` locks die with their process, so the
+        lock of a killed run never blocks; the file is removed while still held, and a
+        waiter that then wakes on the removed file takes the lock again on a new one."""
+        path = self.locks / f"{key}.lock"
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, file_mode())
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if on_wait is not None:
+                        on_wait()
+                        on_wait = None
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    current = os.path.samestat(os.fstat(fd), os.stat(path))
+                except FileNotFoundError:
+                    current = False
+            except BaseException:
+                os.close(fd)
+                raise
+            if current:
+                break
+            os.close(fd)
+        try:
+            yield
+        finally:
+            path.unlink(missing_ok=True)
+            os.close(fd)
 
     def path(self, key: str) -> Path:
         return self.runs / f"{key}.json"

@@ -2,13 +2,17 @@
 
 Models never read configs.  ``build_estimator`` turns the composed ``trainer``
 and ``coding`` groups into constructor arguments of the estimator class that
-the trainer names; a key the estimator does not know is a configuration error.
+the trainer names and checks them against the estimator's declared constraints;
+an unknown key or a bad value is a configuration error (``trainer.C=nan: must be a
+finite float > 0 or null``), raised before any data is loaded.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import importlib
+import math
+import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +24,7 @@ from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment.environment import code_revision, host_info, package_versions
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
-from llc_bench.models._validation import labels_from_scores
+from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
 
 # trainer.name -> "module:Class".  Imported only when a run names it.
 ESTIMATORS = {
@@ -47,6 +51,31 @@ def estimator_class(name: str) -> type:
         raise ConfigError(f"trainer.name={name!r} is not one of {sorted(ESTIMATORS)}")
     module, _, attr = ESTIMATORS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+def _show(value) -> str:
+    """A config value as it would be typed on the command line."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_show(v) for v in value) + "]"
+    return str(value)
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int, or a ConfigError (numpy seeds are in [0, 2**32 - 1])."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ConfigError(f"seed={_show(seed)}: must be an integer in [0, {2**32 - 1}]")
+    return seed
+
+
+def _missing_keys(node, prefix=""):
+    """Dotted keys whose value is still OmegaConf's ``???`` (mandatory, not given)."""
+    for key, value in node.items():
+        if isinstance(value, Mapping):
+            yield from _missing_keys(value, f"{prefix}{key}.")
+        elif value == "???":
+            yield f"{prefix}{key}"
 
 
 def _plain(value):
@@ -80,8 +109,16 @@ def build_estimator(config: Mapping):
         group = "coding" if unknown[0] in coding else "trainer"
         raise ConfigError(f"{group}.{unknown[0]} is not a parameter of {cls.__name__} "
                           f"(known: {', '.join(sorted(known))})")
-    kwargs["random_state"] = int(config["seed"])
-    return cls(**{k: _plain(v) for k, v in kwargs.items()})
+    kwargs["random_state"] = check_seed(config["seed"])
+    estimator = cls(**{k: _plain(v) for k, v in kwargs.items()})
+    try:
+        validate_params(estimator)
+    except InvalidParameter as err:
+        key = ("coding" if err.name == "coding" else
+               f"coding.{err.name}" if err.name in coding and err.name not in trainer else
+               f"trainer.{err.name}")
+        raise ConfigError(f"{key}={_show(err.value)}: {err.problem(none='null')}") from None
+    return estimator
 
 
 def add_numerics_version(config: dict) -> dict:
@@ -100,6 +137,38 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     hinge = (hinge_loss(y, scores, classes=estimator.classes_)
              if getattr(estimator, "hinge_defined_", True) else None)
     return {"accuracy": accuracy(y, pred), "hinge": hinge}, elapsed
+
+
+def _finite(value):
+    """``value`` with every NaN or infinite float replaced by None (JSON null)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _discard_run_dir(output_dir, results_dir) -> None:
+    """A cache hit leaves no Hydra run directory: remove ``output_dir`` when it holds only
+    what Hydra put there (``.hydra/`` and an empty log), then the directories this leaves
+    empty, up to ``results_dir``."""
+    out, stop = Path(output_dir).resolve(), Path(results_dir).resolve()
+    if not out.is_dir() or stop not in out.parents:
+        return
+    for path in out.rglob("*"):
+        if path.is_file() and path.parent.name != ".hydra" and not (
+                path.suffix == ".log" and path.stat().st_size == 0):
+            return
+    shutil.rmtree(out, ignore_errors=True)
+    for parent in out.parents:
+        if parent == stop:
+            break
+        try:
+            parent.rmdir()
+        except OSError:  # not empty
+            break
 
 
 def _pin_custom_files(dataset: dict) -> None:
@@ -123,26 +192,44 @@ def _pin_custom_files(dataset: dict) -> None:
 def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = None,
                    echo=print) -> dict:
     """Run (or fetch from the store) the experiment ``cfg`` describes; return its record."""
-    from llc_bench.data import load_dataset
-
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else dict(cfg))
     config.pop("hydra", None)
+    missing = next(_missing_keys(config), None)
+    if missing is not None:
+        raise ConfigError(f"{missing} must be set: add {missing}=... to the command line")
+    seed = check_seed(config.get("seed"))
+    estimator = build_estimator(config)  # every parameter checked before any data is loaded
     add_numerics_version(config)
     _pin_custom_files(config["dataset"])
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
     if not config.get("force") and store.has(key):
-        record = store.load(key)
-        echo(summary_line(record, cached=True))
-        return record
+        return _cached(store, key, output_dir, config, echo)
+    store.check_writable()
+    with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
+        if not config.get("force") and store.has(key):  # the run we waited for made it
+            return _cached(store, key, output_dir, config, echo)
+        return _run(config, key, seed, estimator, store, output_dir, echo)
+
+
+def _cached(store, key, output_dir, config, echo) -> dict:
+    record = store.load(key)
+    if output_dir is not None:
+        _discard_run_dir(output_dir, config["results_dir"])
+    echo(summary_line(record, cached=True))
+    return record
+
+
+def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
+    """Load the data, fit, evaluate, save the record (the store's lock is held)."""
+    from llc_bench.data import load_dataset
 
     data_cfg = config.get("data") or {}
     started = dt.datetime.now(dt.UTC)
-    ds = load_dataset(config["dataset"], seed=int(config["seed"]), home=data_cfg.get("home"),
+    ds = load_dataset(config["dataset"], seed=seed, home=data_cfg.get("home"),
                       mirrors=tuple(data_cfg.get("mirrors") or ()),
                       download=bool(data_cfg.get("download", True)))
-    estimator = build_estimator(config)
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
     t0 = time.perf_counter()
     estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
@@ -164,7 +251,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
         "status": "complete",
         "config_hash": key,
         "config": config,
-        "seed": int(config["seed"]),
+        "seed": seed,
         "dataset": config["dataset"]["name"],
         "model": (config.get("model") or {}).get("name", config["trainer"]["name"]),
         "data": {"n_train": int(len(ds.y_train)), "n_test": int(len(ds.y_test)),
@@ -185,6 +272,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
         "code_revision": code_revision(),
         "host": host_info(),
     }
+    record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
     store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)
@@ -195,8 +283,9 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
 def summary_line(record: Mapping, cached: bool = False) -> str:
     m, t = record["metrics"], record["timings"]
     hinge = "n/a" if m.get("test_hinge") is None else f"{m['test_hinge']:.4f}"
+    acc = "n/a" if m.get("test_accuracy") is None else f"{100 * m['test_accuracy']:.2f}%"
     return (f"{record['dataset']} | {record['model']} | seed {record['seed']} | "
-            f"test acc {100 * m['test_accuracy']:.2f}% | test hinge {hinge} | "
+            f"test acc {acc} | test hinge {hinge} | "
             f"train {t.get('train_total', float('nan')):.2f}s | "
             f"test {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
             + (" (cached)" if cached else ""))
