@@ -35,6 +35,26 @@ def absolute_path(path) -> str:
     return str((base / path).resolve())
 
 
+def _auto_or_bool(raw: dict, key: str):
+    value = raw.get(key)
+    if value is None or value == "auto":
+        return "auto"
+    if isinstance(value, bool):
+        return value
+    raise ConfigError(f"dataset.{key}={value!r}: expected true, false or auto")
+
+
+def _csv_options(raw: dict) -> dict:
+    label, sep = raw.get("label_column", -1), raw.get("sep", ",")
+    if isinstance(label, bool) or not isinstance(label, int | str) or label == "":
+        raise ConfigError(f"dataset.label_column={label!r}: expected a column index (0 = first, "
+                          "-1 = last) or a column name")
+    if not isinstance(sep, str) or sep == "":
+        raise ConfigError(f"dataset.sep={sep!r}: expected a separator: ',' (or comma), "
+                          "semicolon, tab, pipe or whitespace")
+    return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header")}
+
+
 def expand_custom(raw: dict) -> dict:
     """The ``dataset=file`` flat keys as a regular spec mapping."""
     if not _given(raw.get("train")):
@@ -47,10 +67,9 @@ def expand_custom(raw: dict) -> dict:
     if fmt not in CUSTOM_FORMATS:
         raise ConfigError(f"dataset.format={fmt!r} is not one of {', '.join(CUSTOM_FORMATS)}")
     if fmt == "csv":
-        options = {"label_column": raw.get("label_column", -1), "sep": raw.get("sep", ","),
-                   "header": bool(raw.get("header", False))}
+        options = _csv_options(raw)
     else:
-        options = {"zero_based": raw.get("zero_based", "auto")}
+        options = {"zero_based": _auto_or_bool(raw, "zero_based")}
     parts = {"train": raw["train"], **({"test": raw["test"]} if has_test else {})}
     files = {role: {"path": absolute_path(path)} for role, path in parts.items()}
     split = ({"protocol": "files"} if has_test
@@ -59,7 +78,7 @@ def expand_custom(raw: dict) -> dict:
     if raw.get("positive") is not None:
         labels["positive"] = [raw["positive"]]
     keep = ("name", "kind", "task", "description", "scaling", "sparse", "max_train", "max_test",
-            "notes")
+            "notes", "unseen_test_labels")
     return {**{k: raw[k] for k in keep if k in raw},
             "sources": [{"id": "file", "format": fmt, "options": options, "files": files}],
             "labels": labels, "split": split,

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+UNSEEN_LABEL = -2
+"""``y_test`` value of a row whose label does not occur in the training split (kept only with
+``dataset.unseen_test_labels=count_as_errors``): no prediction equals it, and the hinge loss
+treats it as a negative for every class (:mod:`llc_bench.experiment.metrics`)."""
+
 
 @dataclass(frozen=True, eq=False)
 class Dataset:
@@ -14,7 +19,9 @@ class Dataset:
 
     ``X_*`` are float64 C-contiguous arrays (``scipy.sparse.csr_matrix`` for sparse
     specs); ``y_*`` are int64, {-1, +1} for ``task == "binary"`` and 0..C-1 for
-    ``"multiclass"``. ``classes[i]`` names encoded label i (binary: [negative, positive],
+    ``"multiclass"`` (plus ``UNSEEN_LABEL`` in ``y_test`` for rows whose label the training
+    split lacks, when they are counted as errors). ``classes`` come from the training
+    split only; ``classes[i]`` names encoded label i (binary: [negative, positive],
     so ``classes[0]`` is -1). ``info`` is JSON-serialisable provenance: files and their
     sha256, split protocol and seed, sizes, scaling, subsampling, notes and timings.
     """

@@ -7,14 +7,16 @@ later. Labels are kept as canonical strings (``"1"``, ``"g"``, ``"A"``) encoded 
 
 Formats: ``svmlight`` (LIBSVM), ``csv`` (UCI delimited text), ``idx`` (MNIST),
 ``mat`` (MATLAB, banana), ``ldkl`` (LDKL text: a ``n d`` line, then ``label x1 .. xd``).
-Library errors are re-raised as one-line ``DatasetError`` naming the file.
+Library errors are re-raised as one-line ``DatasetError`` naming the file (and the line,
+where the problem is on one). ``Parsed.meta`` keeps what later messages need to point into
+the file (label column, header, column numbers, svmlight index base).
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,7 @@ class Parsed:
     X: np.ndarray | sp.csr_matrix | None = None
     label_names: list[str] | None = None
     label_codes: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
 
     @property
     def n_rows(self) -> int:
@@ -53,13 +56,97 @@ def labels_from_values(values) -> tuple[list[str], np.ndarray]:
     return [str(n) for n in merged], remap.astype(np.int32)[codes]
 
 
-def parse_svmlight(path: Path, options: Mapping, n_features: int | None) -> Parsed:
-    """LIBSVM/svmlight text (one-based indices unless ``zero_based``)."""
+class FileProblem(ValueError):
+    """A problem in the file's content; ``parse_file`` prefixes only the path."""
+
+
+SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe", " ": "whitespace"}
+SEP_ALIASES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|",
+               "whitespace": None, " ": None}
+MAX_DISTINCT_SHOWN = 40
+
+
+def data_line(path: Path, row: int, skip: int = 0, comment: bytes | None = None) -> int | None:
+    """1-based file line of data row ``row`` (0-based): after ``skip`` raw lines, blank lines
+    (and ``comment`` tails) are not rows. None if the file has fewer rows."""
+    count = -1
     with open_binary(path) as fh:
-        X, y = load_svmlight_file(fh, n_features=n_features, dtype=np.float64,
-                                  zero_based=options.get("zero_based", False))
+        for number, raw in enumerate(fh, 1):
+            if number <= skip:
+                continue
+            text = raw.split(comment, 1)[0] if comment else raw
+            if text.strip():
+                count += 1
+                if count == row:
+                    return number
+    return None
+
+
+def _shown(token: bytes) -> str:
+    text = token.decode(errors="replace")
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _svmlight_line_problem(tokens: list[bytes], minimum: int) -> str | None:
+    try:
+        float(tokens[0])
+    except ValueError:
+        hint = (" (the line has commas/semicolons/tabs: is it a CSV file? then set "
+                "dataset.format=csv)" if any(c in tokens[0] for c in b",;\t") else "")
+        return f"label {_shown(tokens[0])} is not a number{hint}"
+    previous = None
+    for token in tokens[1:]:
+        key, colon, value = token.partition(b":")
+        if key == b"qid":
+            continue
+        try:
+            index, _ = int(key), float(value)
+        except ValueError:
+            return f"{_shown(token)} is not 'index:value'"
+        if not colon:
+            return f"{_shown(token)} is not 'index:value'"
+        if index < minimum:
+            return (f"feature index {index} in a file read as one-based (set "
+                    "dataset.zero_based=true if the indices start at 0)" if index == 0
+                    else f"negative feature index {index}")
+        if previous is not None and index <= previous:
+            return f"feature indices must increase along a line ({previous} then {index})"
+        previous = index
+    return None
+
+
+def svmlight_problem(path: Path, minimum: int = 0) -> str | None:
+    """``line N: reason`` for the first malformed svmlight line, or None."""
+    with open_binary(path) as fh:
+        for number, raw in enumerate(fh, 1):
+            tokens = raw.split(b"#", 1)[0].split()
+            problem = tokens and _svmlight_line_problem(tokens, minimum)
+            if problem:
+                return f"line {number}: {problem}"
+    return None
+
+
+def parse_svmlight(path: Path, options: Mapping, n_features: int | None) -> Parsed:
+    """LIBSVM/svmlight text (one-based indices unless ``zero_based``).
+
+    ``zero_based: auto`` keeps the indices as written (column = index): the reader decides
+    the base once for all files of the dataset and shifts the columns then.
+    """
+    zero_based = options.get("zero_based", False)
+    raw = zero_based == "auto"
+    try:
+        with open_binary(path) as fh:
+            X, y = load_svmlight_file(fh, n_features=None if raw else n_features,
+                                      dtype=np.float64, zero_based=True if raw else zero_based)
+    except ValueError as exc:
+        problem = svmlight_problem(path, 1 if zero_based is False else 0)
+        if problem is None:
+            raise
+        raise FileProblem(problem) from exc
     names, codes = labels_from_values(y)
-    return Parsed(sp.csr_matrix(X), names, codes)
+    meta = {"format": "svmlight", "index_offset": 0 if raw or zero_based else 1,
+            "raw_indices": raw, "label_source": "the first field of each svmlight line"}
+    return Parsed(sp.csr_matrix(X), names, codes, meta)
 
 
 def _column_index(index, columns, what: str) -> int:
@@ -68,6 +155,13 @@ def _column_index(index, columns, what: str) -> int:
     if isinstance(index, str):
         names = [str(c) for c in columns]
         if index not in names:
+            try:
+                return _column_index(int(index), columns, what)
+            except ValueError:
+                pass
+            if all(isinstance(c, int | np.integer) for c in columns):
+                raise ValueError(f"{what} {index!r}: the file has no header row with column "
+                                 "names (set dataset.header=true if its first line has them)")
             raise ValueError(f"{what} {index!r} is not a column name ({', '.join(names)})")
         return names.index(index)
     if not -n_columns <= index < n_columns:
@@ -75,13 +169,43 @@ def _column_index(index, columns, what: str) -> int:
     return index % n_columns
 
 
-def _read_table(fh, options: Mapping) -> pd.DataFrame:
+def _separator(options: Mapping):
     sep = options.get("sep", ",")
-    whitespace = sep in (None, "whitespace", " ")
-    return pd.read_csv(fh, sep=r"\s+" if whitespace else sep,
-                       header=0 if options.get("header", False) else None,
+    return SEP_ALIASES.get(sep, sep) if isinstance(sep, str) or sep is None else sep
+
+
+def _read_table(fh, options: Mapping, header: bool) -> pd.DataFrame:
+    sep = _separator(options)
+    whitespace = sep is None
+    return pd.read_csv(fh, sep=r"\s+" if whitespace else sep, header=0 if header else None,
                        skiprows=options.get("skip_rows", 0) or None,
                        skipinitialspace=not whitespace, engine="c", low_memory=False)
+
+
+def _is_number(value) -> bool:
+    if isinstance(value, int | float | np.number):
+        return True
+    try:
+        float(str(value))
+        return True
+    except ValueError:
+        return False
+
+
+def looks_like_header(frame: pd.DataFrame) -> bool:
+    """Heuristic header detection: every field of the first row is a non-numeric name, and
+    either some column is numeric below it or no name recurs in its own column."""
+    if len(frame) < 2:
+        return False
+    first = frame.iloc[0]
+    if first.isna().any() or any(_is_number(v) for v in first):
+        return False
+    rest = frame.iloc[1:]
+    numeric_below = any(pd.to_numeric(rest[c].dropna(), errors="coerce").notna().all()
+                        and rest[c].notna().any() for c in frame.columns)
+    recurring = any((rest[c].astype(str).str.strip() == str(v).strip()).any()
+                    for c, v in zip(frame.columns, first, strict=True))
+    return numeric_below or not recurring
 
 
 def _one_hot(frame: pd.DataFrame, categories) -> np.ndarray:
@@ -103,9 +227,17 @@ def _one_hot(frame: pd.DataFrame, categories) -> np.ndarray:
     return np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
 
 
-def _numeric(frame: pd.DataFrame, categorical: str) -> np.ndarray:
-    """Numeric feature matrix; string columns are one-hot encoded or rejected."""
-    blocks = []
+class _BadCell(ValueError):
+    def __init__(self, row: int, position: int, value):
+        super().__init__(f"non-numeric value {value!r} in row {row + 1}, feature column "
+                         f"{position + 1}")
+        self.row, self.position, self.value = row, position, value
+
+
+def _numeric(frame: pd.DataFrame, categorical: str) -> tuple[np.ndarray, bool]:
+    """Numeric feature matrix; string columns are one-hot encoded (``categorical: onehot``)
+    or rejected. Second item: whether X's columns are the frame's columns one to one."""
+    blocks, expanded = [], False
     for position, column in enumerate(frame.columns):
         series = frame[column]
         if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
@@ -118,35 +250,117 @@ def _numeric(frame: pd.DataFrame, categorical: str) -> np.ndarray:
         elif categorical == "onehot":
             categories = sorted({canonical_label(v) for v in series.dropna().unique()})
             blocks.append(_one_hot(series.to_frame(), categories))
+            expanded = True
         else:
             row = int(np.argmax(bad.to_numpy()))
-            raise ValueError(f"non-numeric value {series.iloc[row]!r} in row {row + 1}, feature "
-                             f"column {position + 1} (set options.categorical: onehot to encode)")
-    return np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
+            raise _BadCell(row, position, series.iloc[row])
+    X = np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
+    return X, not expanded
 
 
-def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None) -> Parsed:
-    """UCI-style delimited text: label in any column, optional header, string labels."""
+def _other_separator(path: Path, skip: int, sep) -> str | None:
+    """The option value of a separator the first data line seems to use instead of ``sep``."""
+    line = data_line(path, 0, skip)
+    if line is None:
+        return None
+    with open_binary(path) as fh:
+        text = next(t for i, t in enumerate(fh, 1) if i == line).decode(errors="replace").strip()
+    counts = {name: text.count(char) for char, name in SEPARATORS.items()
+              if SEP_ALIASES.get(name, name) != sep and char != sep}
+    best = max(counts, key=counts.get, default=None)
+    return best if best is not None and counts[best] else None
+
+
+def _describe_column(index: int, columns, header: bool) -> str:
+    name = f" {str(columns[index])!r}" if header else ""
+    return f"column {index + 1}{name}"
+
+
+def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: int,
+                      header: bool, sep, label) -> str:
+    column = feature_columns[exc.position]
+    line = data_line(path, exc.row, skip)
+    where = f"line {line}, {_describe_column(column, frame.columns, header)}"
+    value = str(exc.value)
+    if exc.row == 0 and not header and looks_like_header(frame.iloc[:, feature_columns]):
+        return (f"{where}: non-numeric value {value!r}: the first row looks like a header: "
+                "set dataset.header=true")
+    other = _other_separator(path, skip, sep) if any(c in value for c in ",;\t| ") else None
+    if other:
+        hint = f"; the lines look {other}-separated: set dataset.sep={other}"
+    elif label is not None:
+        hint = (f"; features must be numbers: if this column holds the labels, set "
+                f"dataset.label_column={column} (counted from 0) or its header name; the "
+                f"label is now {_describe_column(label, frame.columns, header)}")
+    else:
+        hint = ""
+    return f"{where}: non-numeric value {value!r} in a feature column{hint}"
+
+
+def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
+                    lines_before: int = 0) -> Parsed:
+    """UCI-style delimited text: label in any column, optional header, string labels.
+
+    ``header``: true, false or ``auto`` (a first row of non-numeric names is a header).
+    ``lines_before``: lines of ``fh``'s file already consumed (for line numbers).
+    """
     if fh is None:
         with open_binary(path) as handle:
             return parse_delimited(path, options, kind, handle)
-    frame = _read_table(fh, options)
+    header = options.get("header", False)
+    meta: dict = {"format": "csv"}
+    if header == "auto":
+        content = io.BytesIO(fh.read())
+        frame = _read_table(content, options, False)
+        header = looks_like_header(frame)
+        meta["header"] = "detected" if header else "none detected"
+        if header:
+            content.seek(0)
+            frame = _read_table(content, options, True)
+    else:
+        header = bool(header)
+        frame = _read_table(fh, options, header)
+    skip = lines_before + (options.get("skip_rows", 0) or 0)
+    data_skip = data_line(path, 0, skip) if header else skip
     n_columns = frame.shape[1]
     if kind == "y":
         if n_columns != 1:
             raise ValueError(f"a labels file must have one column, found {n_columns}")
         return Parsed(None, *labels_from_values(frame.iloc[:, 0].to_numpy()))
+    sep = _separator(options)
+    if kind == "xy" and n_columns == 1:
+        other = _other_separator(path, skip, sep)
+        hint = (f"; the lines look {other}-separated: set dataset.sep={other}" if other
+                else "; check dataset.sep")
+        raise FileProblem(f"1 column per line with sep {options.get('sep', ',')!r}, so no "
+                          f"feature column{hint}")
     label = options.get("label_column", -1) if kind == "xy" else None
     label = None if label is None else _column_index(label, frame.columns, "label_column")
     dropped = {_column_index(c, frame.columns, "drop_columns entry")
                for c in options.get("drop_columns") or ()}
-    features = frame.iloc[:, [c for c in range(n_columns) if c != label and c not in dropped]]
+    feature_columns = [c for c in range(n_columns) if c != label and c not in dropped]
+    features = frame.iloc[:, feature_columns]
     categories = options.get("one_hot_categories")
-    X = (_one_hot(features, categories) if categories
-         else _numeric(features, options.get("categorical", "error")))
+    try:
+        X, one_to_one = ((_one_hot(features, categories), False) if categories
+                         else _numeric(features, options.get("categorical", "error")))
+    except _BadCell as exc:
+        raise FileProblem(_bad_cell_message(exc, path, frame, feature_columns, data_skip,
+                                            header, sep, label)) from exc
+    meta.update(data_skip=data_skip,
+                columns=[c + 1 for c in feature_columns] if one_to_one else None,
+                names=[str(frame.columns[c]) for c in feature_columns] if header else None)
     if label is None:
-        return Parsed(np.ascontiguousarray(X))
-    return Parsed(np.ascontiguousarray(X), *labels_from_values(frame.iloc[:, label].to_numpy()))
+        return Parsed(np.ascontiguousarray(X), meta=meta)
+    values = frame.iloc[:, label]
+    if values.isna().any():
+        row = int(np.argmax(values.isna().to_numpy()))
+        raise FileProblem(f"line {data_line(path, row, data_skip)}: missing label "
+                          f"({_describe_column(label, frame.columns, header)})")
+    given = options.get("label_column", -1)
+    meta["label_source"] = (f"dataset.label_column={given!r} "
+                            f"({_describe_column(label, frame.columns, header)} of {n_columns})")
+    return Parsed(np.ascontiguousarray(X), *labels_from_values(values.to_numpy()), meta)
 
 
 def parse_ldkl(path: Path, options: Mapping) -> Parsed:
@@ -156,7 +370,7 @@ def parse_ldkl(path: Path, options: Mapping) -> Parsed:
         if len(header) != 2 or not all(h.isdigit() for h in header):
             raise ValueError(f"first line must be 'n d', got {b' '.join(header)!r}")
         n_rows, n_features = int(header[0]), int(header[1])
-        parsed = parse_delimited(path, {"sep": "whitespace", "label_column": 0}, "xy", fh)
+        parsed = parse_delimited(path, {"sep": "whitespace", "label_column": 0}, "xy", fh, 1)
     if parsed.X.shape != (n_rows, n_features):
         raise ValueError(f"header says {n_rows} x {n_features}, data is "
                          f"{parsed.X.shape[0]} x {parsed.X.shape[1]}")
@@ -225,6 +439,8 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
         raise ValueError(f"unknown format {fmt!r}")
     except (DatasetError, MemoryError, KeyboardInterrupt):
         raise
+    except FileProblem as exc:
+        raise DatasetError(f"{path}: {exc}") from exc
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise DatasetError(f"{path}: cannot parse as {fmt} "

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from llc_bench.data.dataset import Dataset
+from llc_bench.data.dataset import UNSEEN_LABEL, Dataset
 from llc_bench.data.fetch import (
     Located,
     data_home,
@@ -19,12 +19,21 @@ from llc_bench.data.fetch import (
     source_files,
 )
 from llc_bench.data.formats import labels_from_values
-from llc_bench.data.preprocess import build_coder, fit_standard, split_indices, subsample
-from llc_bench.data.reader import Part, read_source, validate_download
+from llc_bench.data.preprocess import (
+    build_coder,
+    fit_standard,
+    label_sort_key,
+    split_indices,
+    subsample,
+)
+from llc_bench.data.reader import Part, read_source, store_pending, validate_download
 from llc_bench.data.registry import resolve_spec
 from llc_bench.data.spec import DatasetSpec
 from llc_bench.data.synthetic import generate
 from llc_bench.errors import ConfigError, DatasetError
+
+UNSEEN_POLICIES = ("error", "count_as_errors")
+MAX_CLASSES = 1000
 
 
 def _check_seed(seed) -> int:
@@ -33,8 +42,10 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def _read(spec: DatasetSpec, seed: int, home: Path, mirrors: list[Path], download: bool):
-    """Parts of the dataset (raw rows) and provenance for ``info``."""
+def _read(spec: DatasetSpec, seed: int, home: Path, mirrors: list[Path], download: bool,
+          pending: list):
+    """Parts of the dataset (raw rows) and provenance for ``info``; fresh parses are queued
+    in ``pending`` and cached once the whole dataset has passed its checks."""
     if spec.kind == "synthetic":
         X, y = generate(spec.generator, seed)
         part = Part(X, *labels_from_values(y), [f"generator:{spec.generator.get('name')}"])
@@ -47,27 +58,84 @@ def _read(spec: DatasetSpec, seed: int, home: Path, mirrors: list[Path], downloa
                            "fetch_dataset / 'llc-bench datasets fetch' can still get its files")
     source, located = resolve_source(spec, home, mirrors, download,
                                      lambda entry, path: validate_download(spec, entry, path, home))
-    parts, records = read_source(spec, source, located, home)
+    parts, records = read_source(spec, source, located, home, pending)
     return parts, {"source": source.id, "source_note": source.note, "files": records}, source
 
 
-def _encode(spec: DatasetSpec, parts: dict[str, Part]):
-    """Encode labels per part, drop the rows of ``labels.drop``; returns parts and the coder."""
-    seen = {n for p in parts.values() for n in p.label_names}
-    coder = build_coder(spec.task, spec.labels, seen)
-    encoded, dropped = {}, 0
+def _raw_labels(spec: DatasetSpec, parts: dict[str, Part]):
+    """Per part ``(X, codes)`` with codes into one sorted name list, without the rows of
+    ``labels.drop``; returns names, parts and the number of dropped rows."""
+    names = sorted({n for p in parts.values() for n in p.label_names})
+    index = {n: i for i, n in enumerate(names)}
+    drop = np.array([n in spec.labels.drop for n in names] + [False])
+    out, dropped = {}, 0
     for name, part in parts.items():
-        y, keep = coder.encode(part.label_names, part.label_codes, ", ".join(part.files))
-        X = part.X if keep.all() else part.X[keep]
+        codes = np.array([index[n] for n in part.label_names] + [0], np.int64)[part.label_codes]
+        keep = ~drop[codes]
         dropped += int((~keep).sum())
-        encoded[name] = (X, y[keep])
-    present = np.unique(np.concatenate([y for _, y in encoded.values()]))
+        out[name] = (part.X if keep.all() else part.X[keep], codes[keep])
+    return names, out, dropped
+
+
+def _files(parts: dict[str, Part], names=("train", "test", "all")) -> str:
+    return ", ".join(f for n in names if n in parts for f in parts[n].files)
+
+
+def _check_label_column(spec: DatasetSpec, parts: dict[str, Part], y_raw: np.ndarray) -> None:
+    """A label column with mostly distinct values is a feature taken as the label."""
+    n, k = len(y_raw), len(np.unique(y_raw))
+    if k <= MAX_CLASSES and (n < 20 or k <= n / 2):
+        return
+    where = _files(parts, ("train",) if "train" in parts and spec.split.protocol == "files"
+                   else ("train", "test", "all"))
+    source = next((p.label_source for p in parts.values() if p.label_source), "the label column")
+    hint = ("set dataset.label_column to the label's column (an index: 0 = first, -1 = last, "
+            "or its header name)" if source.startswith("dataset.label_column")
+            else "llc-bench needs class labels")
+    raise DatasetError(f"{where}: {k} distinct labels in {n} training rows, taken from {source}: "
+                       f"that looks like a feature, not a class label; {hint}")
+
+
+def _check_classes(spec: DatasetSpec, parts: dict[str, Part], names: list[str],
+                   raw_parts: dict, coder) -> None:
     expected = spec.expected.classes
-    if expected is not None and len(present) != expected:
-        files = ", ".join(f for p in parts.values() for f in p.files)
-        raise DatasetError(f"{files}: {len(present)} classes after label mapping, the spec of "
-                           f"{spec.name!r} expects {expected}")
-    return encoded, coder, dropped
+    if expected is None:
+        return
+    present = np.unique(np.concatenate([codes for _, codes in raw_parts.values()]))
+    mapped = {coder.value_of.get(names[i], names[i]) for i in present}
+    if len(mapped) != expected:
+        raise DatasetError(f"{_files(parts)}: {len(mapped)} classes after label mapping, the "
+                           f"spec of {spec.name!r} expects {expected}")
+
+
+def _unseen_policy(spec: DatasetSpec) -> str:
+    policy = spec.raw.get("unseen_test_labels") or "error"
+    if policy not in UNSEEN_POLICIES:
+        raise ConfigError(f"dataset.unseen_test_labels={policy!r} is not one of "
+                          f"{', '.join(UNSEEN_POLICIES)}")
+    return policy
+
+
+def _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy) -> dict[str, int]:
+    """Test rows whose class has no training row: an error, or (``count_as_errors``) kept
+    with the label ``UNSEEN_LABEL`` so that every metric counts them as wrong."""
+    unseen = ~np.isin(y_te, np.unique(y_tr))
+    if not unseen.any():
+        return {}
+    codes, counts = np.unique(y_te_raw[unseen], return_counts=True)
+    found = {names[c]: int(n) for c, n in zip(codes, counts, strict=True)}
+    if policy == "error":
+        where = (_files(parts, ("test",)) if spec.split.protocol == "files" and "test" in parts
+                 else f"the test split of {_files(parts)}")
+        detail = ", ".join(f"{n!r} ({c} rows)" for n, c in list(found.items())[:5])
+        train = sorted({names[c] for c in np.unique(y_tr_raw)}, key=label_sort_key)
+        shown = ", ".join(map(repr, train[:10])) + (", ..." if len(train) > 10 else "")
+        raise DatasetError(f"{where}: test label {detail} does not occur in the training split "
+                           f"(training labels: {shown}); the classes come from the training "
+                           "data: remove those rows, or set dataset.unseen_test_labels="
+                           "count_as_errors to count them as errors")
+    y_te[unseen] = UNSEEN_LABEL
+    return found
 
 
 def _split(spec: DatasetSpec, encoded: dict, seed: int):
@@ -135,13 +203,24 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
     the data home, then the mirrors, then downloaded (unless ``download=False``).
     """
     spec, seed = resolve_spec(spec), _check_seed(seed)
+    policy = _unseen_policy(spec)
     home_dir, mirror_list = data_home(home), mirror_dirs(mirrors)
+    try:
+        return _load(spec, seed, home_dir, mirror_list, download, policy)
+    except MemoryError as exc:
+        raise DatasetError(f"dataset {spec.name!r}: out of memory while loading it "
+                           f"({str(exc)[:200]})") from exc
+
+
+def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
+          download: bool, policy: str) -> Dataset:
     start = time.perf_counter()
-    parts, provenance, source = _read(spec, seed, home_dir, mirror_list, download)
-    encoded, coder, dropped = _encode(spec, parts)
+    pending: list = []
+    parts, provenance, source = _read(spec, seed, home_dir, mirror_list, download, pending)
+    names, raw_parts, dropped = _raw_labels(spec, parts)
     loaded = time.perf_counter()
 
-    X_tr, y_tr, X_te, y_te = _split(spec, encoded, seed)
+    X_tr, y_tr, X_te, y_te = _split(spec, raw_parts, seed)
     sizes_before = (len(y_tr), len(y_te))
     keep_tr = subsample(len(y_tr), spec.max_train, seed, 1)
     keep_te = subsample(len(y_te), spec.max_test, seed, 2)
@@ -152,12 +231,22 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
     validation = None
     if spec.validation is not None:  # tuning: evaluate on held-out training rows only
         X_tr, y_tr, X_te, y_te, validation = _hold_out(X_tr, y_tr, spec.validation, seed)
+    # the classes and the task come from the training rows only
+    _check_label_column(spec, parts, y_tr)
+    coder = build_coder(spec.task, spec.labels, {names[c] for c in np.unique(y_tr)})
+    _check_classes(spec, parts, names, raw_parts, coder)
+    values = np.array([coder.value_of.get(n, UNSEEN_LABEL) for n in names] + [UNSEEN_LABEL],
+                      dtype=np.int64)
+    y_tr_raw, y_te_raw = y_tr, y_te
+    y_tr, y_te = values[y_tr], values[y_te]
     present = np.unique(y_tr)
     if len(present) < 2:
         only = [n for n, c in _counts(y_tr, coder).items() if c] or ["none"]
         raise DatasetError(f"{', '.join(f for p in parts.values() for f in p.files)}: the "
                            f"training split of {spec.name!r} has {len(present)} class "
                            f"({only[0]!r}, {len(y_tr)} rows); a classifier needs two")
+    unseen = _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy)
+    store_pending(pending)  # every check passed: now cache the fresh parses
     value_scale = source.value_scale if source is not None else None
     X_tr, X_te = (_as_float(X, spec.sparse, value_scale) for X in (X_tr, X_te))
     scaling = {"method": spec.scaling, "fitted_on": "train"}
@@ -176,7 +265,10 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
         "dataset": spec.name, "kind": spec.kind, "task": coder.task, **provenance,
         "home": str(home_dir), "mirrors": [str(m) for m in mirror_list],
         "labels": {"classes": coder.classes, "mapping": coder.value_of,
-                   "dropped": sorted(coder.drop), "dropped_rows": dropped},
+                   "dropped": sorted(coder.drop), "dropped_rows": dropped,
+                   "classes_from": "training split",
+                   **({"unseen_test": unseen, "unseen_test_labels": policy,
+                       "unseen_value": UNSEEN_LABEL} if unseen else {})},
         "rows": {name: int(p.n_rows) for name, p in parts.items()},
         "split": {**spec.split.describe(), "seed": seed, "stratified": False,
                   "train": sizes_before[0], "test": sizes_before[1]},

@@ -59,7 +59,8 @@ class LabelCoder:
 
 
 def build_coder(task: str, labels: LabelSpec, seen: set[str]) -> LabelCoder:
-    """The label mapping of a spec; ``seen`` (all raw labels) fills what the spec leaves open."""
+    """The label mapping of a spec; ``seen`` (the raw labels of the training rows) fills what
+    the spec leaves open: the task (``auto``), the classes and the negative labels."""
     drop = frozenset(labels.drop)
     present = sorted(seen - drop, key=label_sort_key)
     if task == "auto":
@@ -68,6 +69,10 @@ def build_coder(task: str, labels: LabelSpec, seen: set[str]) -> LabelCoder:
         order = list(labels.order) if labels.order else present
         names = list(labels.names) if labels.names else order
         return LabelCoder(task, names, {n: i for i, n in enumerate(order)}, drop)
+    if labels.positive and not set(labels.positive) & set(present):
+        raise DatasetError(f"label {', '.join(labels.positive)} not found in the training data "
+                           f"(dataset.positive / labels.positive); labels are "
+                           f"{', '.join(present) or 'none'}")
     positive = list(labels.positive or present[-1:])
     negative = list(labels.negative or [n for n in present if n not in positive])
     if not positive or not negative:

@@ -1,12 +1,14 @@
 """Reading a source's files into parts (train / test / all), checked against the spec.
 
 Per file: parse (or take the parsed-array cache), apply the source's ``relabel`` map, and
-check for NaN/inf, the feature count and unknown labels. Per part: row counts and label
-counts. Every problem is a one-line ``DatasetError`` naming the file.
+check for NaN/inf, the feature count and unknown labels. Per source: the svmlight index
+base (``zero_based: auto`` decides it once for all files) and the matrix size. Per part:
+row counts and label counts. Every problem is a one-line ``DatasetError`` naming the file.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import scipy.sparse as sp
 
 from llc_bench.data.cache import cache_key, cache_path, load_cached, store
 from llc_bench.data.fetch import Located, sha256_of
-from llc_bench.data.formats import Parsed, parse_file
+from llc_bench.data.formats import Parsed, data_line, parse_file
 from llc_bench.data.spec import DatasetSpec, FileEntry, Source
 from llc_bench.errors import DatasetError
 
@@ -28,6 +30,7 @@ class Part:
     label_names: list[str]
     label_codes: np.ndarray
     files: list[str] = field(default_factory=list)
+    label_source: str | None = None
 
     @property
     def n_rows(self) -> int:
@@ -54,7 +57,8 @@ def relabel(parsed: Parsed, mapping) -> Parsed:
         return parsed
     renamed = [mapping.get(n, n) for n in parsed.label_names]
     merged, remap = np.unique(np.asarray(renamed, dtype=str), return_inverse=True)
-    return Parsed(parsed.X, [str(n) for n in merged], remap.astype(np.int32)[parsed.label_codes])
+    return Parsed(parsed.X, [str(n) for n in merged], remap.astype(np.int32)[parsed.label_codes],
+                  parsed.meta)
 
 
 def _first_bad(X) -> tuple[int, int] | None:
@@ -69,14 +73,34 @@ def _first_bad(X) -> tuple[int, int] | None:
     return int(row), int(col)
 
 
+def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
+    """Where X[row, column] is in a csv or svmlight file: `` (line L, ...)``, else ``""``."""
+    try:
+        if meta.get("format") == "svmlight":
+            line = data_line(path, row, 0, b"#")
+            return f" (line {line}, feature index {column + meta['index_offset']})"
+        if meta.get("format") == "csv":
+            line = data_line(path, row, meta["data_skip"])
+            columns, names = meta.get("columns"), meta.get("names")
+            where = f", column {columns[column]}" if columns else ""
+            where += f" {names[column]!r}" if columns and names else ""
+            return f" (line {line}{where})"
+    except (OSError, KeyError, IndexError, TypeError):
+        pass
+    return ""
+
+
 def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
     """NaN/inf, feature count and unknown labels of one parsed (relabelled) file."""
     if parsed.X is not None:
         bad = _first_bad(parsed.X)
         if bad is not None:
-            raise DatasetError(f"{path}: NaN/inf value at row {bad[0] + 1}, column {bad[1] + 1}")
+            raise DatasetError(f"{path}: NaN/inf value at row {bad[0] + 1}, column {bad[1] + 1}"
+                               f"{_in_file(path, parsed.meta, *bad)}")
         expected = spec.expected.features
-        if expected is not None and parsed.X.shape[1] != expected:
+        if parsed.meta.get("raw_indices"):
+            pass  # the width depends on the index base, decided for all files together
+        elif expected is not None and parsed.X.shape[1] != expected:
             raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the spec of "
                                f"{spec.name!r} expects {expected}")
     known = known_labels(spec)
@@ -91,15 +115,24 @@ def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
 
 
 def read_file(spec: DatasetSpec, source: Source, entry: FileEntry, path: Path,
-              home: Path) -> tuple[Parsed, str]:
-    """Parsed, relabelled and checked content of one file; second item: cache hit/miss."""
+              home: Path, pending: list | None = None) -> tuple[Parsed, str]:
+    """Parsed, relabelled and checked content of one file; second item: cache hit/miss.
+
+    A fresh parse is cached at once, or, with ``pending``, queued there for
+    :func:`store_pending` (so that a dataset rejected later leaves no cache file behind).
+    """
     n_features = spec.expected.features
     key = cache_key(sha256_of(path), entry.format, entry.options, entry.kind, n_features)
     where = cache_path(home, entry.path, key)
-    parsed, status = load_cached(where), "hit"
+    parsed, status = load_cached(where, path), "hit"
     if parsed is None or (parsed.X is None) != (entry.kind == "y"):
         parsed = parse_file(path, entry.format, entry.options, entry.kind, n_features)
-        status = "miss" if store(where, parsed) else "miss (home not writable, not cached)"
+        if pending is None:
+            status = "miss" if store(where, parsed) else "miss (home not writable, not cached)"
+        else:
+            status = "miss"
+            pending.append((where, Parsed(parsed.X, parsed.label_names, parsed.label_codes,
+                                          dict(parsed.meta))))
     parsed = relabel(parsed, source.relabel)
     check_file(spec, path, parsed)
     return parsed, status
@@ -151,7 +184,8 @@ def assemble(spec: DatasetSpec, name: str, files: list[tuple[FileEntry, Path, Pa
     if X.shape[0] != len(label_codes):
         raise DatasetError(f"{', '.join(paths)}: {X.shape[0]} feature rows but "
                            f"{len(label_codes)} labels ({name})")
-    part = Part(X, label_names, label_codes, paths)
+    sources = [p.meta.get("label_source") for e, _, p in files if e.kind in ("xy", "y")]
+    part = Part(X, label_names, label_codes, paths, next((s for s in sources if s), None))
     _check_counts(spec, name, ", ".join(paths), part.n_rows, part.label_counts())
     return part
 
@@ -169,18 +203,110 @@ def _align_widths(spec: DatasetSpec, parts: dict[str, Part]) -> None:
         part.X = _widen(part.X, width)
 
 
+def _shift_down(X: sp.csr_matrix) -> sp.csr_matrix:
+    """One-based columns (column 0 unused) as zero-based: every index minus one."""
+    return sp.csr_matrix((X.data, X.indices - 1, X.indptr), shape=(X.shape[0], X.shape[1] - 1))
+
+
+def decide_index_base(spec: DatasetSpec, files: list[tuple[FileEntry, Path, Parsed]]) -> dict:
+    """``zero_based: auto`` for all svmlight files of a source at once: zero-based if any of
+    them uses feature index 0, else one-based. Shifts the files in place; returns the
+    decision for the provenance (``{}`` when no file left the base open)."""
+    raw = [(entry, path, parsed) for entry, path, parsed in files
+           if parsed.meta.get("raw_indices")]
+    if not raw:
+        return {}
+    with_zero = [(path, parsed.X.shape[1]) for _, path, parsed in raw
+                 if parsed.X.nnz and (parsed.X.indices == 0).any()]
+    if with_zero:
+        first, width = with_zero[0][0], max(w for _, w in with_zero)
+        for _, path, parsed in raw:
+            if parsed.X.shape[1] > width and all(path != p for p, _ in with_zero):
+                raise DatasetError(
+                    f"{path} never uses feature index 0 but uses index {parsed.X.shape[1] - 1}, "
+                    f"beyond every index of {first}, which uses index 0: the files seem to mix "
+                    "zero- and one-based indices; convert one, or set dataset.zero_based=true "
+                    "or false if they share a base")
+        decision = {"zero_based": True, "decided": f"auto: {first} uses feature index 0"}
+    else:
+        decision = {"zero_based": False, "decided": "auto: no file uses feature index 0"}
+    for _, _, parsed in raw:
+        if not decision["zero_based"]:
+            parsed.X = _shift_down(parsed.X) if parsed.X.shape[1] else parsed.X
+        parsed.meta = {**parsed.meta, "raw_indices": False,
+                       "index_offset": 0 if decision["zero_based"] else 1}
+    expected = spec.expected.features
+    for _, path, parsed in raw:
+        width = parsed.X.shape[1]
+        if expected is not None and width > expected:
+            row = int(np.searchsorted(parsed.X.indptr, int(np.argmax(parsed.X.indices)),
+                                      side="right") - 1)
+            raise DatasetError(f"{path}: line {data_line(path, row, 0, b'#')} uses feature index "
+                               f"{width - 1 + parsed.meta['index_offset']}, beyond the "
+                               f"{expected} features of the spec (dataset.n_features)")
+        if expected is not None and width < expected:
+            parsed.X = _widen(parsed.X, expected)
+    return decision
+
+
+def _memory_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 16e9
+
+
+def check_size(spec: DatasetSpec, files: list[tuple[FileEntry, Path, Parsed]]) -> None:
+    """Refuse svmlight data whose largest feature index would need more memory than the
+    machine has (a dense matrix, or the per-feature arrays of sparse scaling)."""
+    sparse = [(path, parsed) for entry, path, parsed in files
+              if entry.format == "svmlight" and parsed.X is not None and parsed.X.nnz]
+    if not sparse:
+        return
+    rows = sum(parsed.X.shape[0] for _, _, parsed in files if parsed.X is not None)
+    path, parsed = max(sparse, key=lambda item: item[1].X.shape[1])
+    width = parsed.X.shape[1]
+    need = 8.0 * width * (4 if spec.sparse else rows)
+    memory = _memory_bytes()
+    if need <= memory:
+        return
+    position = int(np.argmax(parsed.X.indices))
+    row = int(np.searchsorted(parsed.X.indptr, position, side="right") - 1)
+    index = int(parsed.X.indices[position]) + parsed.meta.get("index_offset", 0)
+    what = "the per-feature arrays" if spec.sparse else f"a dense {rows} x {width} matrix"
+    raise DatasetError(f"{path}: line {data_line(path, row, 0, b'#')} uses feature index "
+                       f"{index}; {what} would need {need / 1e9:.0f} GB, more than this "
+                       f"machine's {memory / 1e9:.0f} GB: is the index a typo?")
+
+
+def store_pending(pending: list) -> None:
+    """Write the parses that :func:`read_file` queued (best effort: a read-only home is fine)."""
+    for where, parsed in pending:
+        store(where, parsed)
+    pending.clear()
+
+
 def read_source(spec: DatasetSpec, source: Source, located: dict[FileEntry, Located],
-                home: Path) -> tuple[dict[str, Part], list[dict]]:
-    """All parts of a resolved source and the provenance record of each file."""
-    parts, records = {}, []
+                home: Path, pending: list | None = None) -> tuple[dict[str, Part], list[dict]]:
+    """All parts of a resolved source and the provenance record of each file (``pending``:
+    see :func:`read_file`)."""
+    files, records = [], []
     for name in source.parts:
-        files = []
         for entry in (e for e in source.files if e.part == name):
             where = located[entry]
-            parsed, status = read_file(spec, source, entry, where.path, home)
+            parsed, status = read_file(spec, source, entry, where.path, home, pending)
             files.append((entry, where.path, parsed))
             records.append({**where.describe(), "cache": status})
-        parts[name] = assemble(spec, name, files)
+    decision = decide_index_base(spec, files)
+    for (entry, _, parsed), record in zip(files, records, strict=True):
+        if entry.format == "svmlight" and "zero_based" in entry.options:
+            record["zero_based"] = decision or {
+                "zero_based": parsed.meta.get("index_offset") == 0, "decided": "set"}
+        if parsed.meta.get("header"):
+            record["header"] = parsed.meta["header"]
+    check_size(spec, files)
+    parts = {name: assemble(spec, name, [f for f in files if f[0].part == name])
+             for name in source.parts}
     _align_widths(spec, parts)
     if "all" not in parts:  # "all" = every row of the source, e.g. train + test files
         totals: dict[str, int] = {}
