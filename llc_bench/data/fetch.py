@@ -7,17 +7,21 @@
   (``os.pathsep``-separated).
 * Download: each URL in turn, streamed with a tqdm bar to ``<file>.<pid>.part`` in the
   home and renamed to its final name only after the sha256 (when known) or the caller's
-  parse check passes; a failed check deletes the partial file.
+  parse check passes; a failed check deletes the partial file. Only https is accepted at
+  the end of the redirect chain (an http URL may redirect to https, never the reverse).
+* Spec paths are relative and stay inside the home or mirror they are looked up in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.request import Request, urlopen
+from urllib.parse import urlparse
+from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 from tqdm.auto import tqdm
 
@@ -33,6 +37,32 @@ TIMEOUT = 60
 
 Validator = Callable[[FileEntry, Path], None]
 _sha_memo: dict[tuple[str, int, int], str] = {}
+
+
+class HttpsOnlyRedirect(HTTPRedirectHandler):
+    """Follow a redirect only to an https URL (https -> http or file:// is refused)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if urlparse(newurl).scheme != "https":
+            fp.close()
+            raise DatasetError(f"refused redirect to {newurl} (only https is accepted)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+HANDLERS: list = [HttpsOnlyRedirect]
+
+
+def urlopen(request: Request, timeout: float):
+    """``urllib``'s urlopen with :data:`HANDLERS` (redirects to https only)."""
+    return build_opener(*HANDLERS).open(request, timeout=timeout)
+
+
+def inside(base: Path, relative: str) -> Path:
+    """``base / relative``, which must not leave ``base`` (a spec path with '..' would)."""
+    path = Path(os.path.normpath(base / relative))
+    if path != base and base not in path.parents:
+        raise DatasetError(f"file path {relative!r} of a dataset spec leaves {base}")
+    return path
 
 
 def _is_checkout(path: Path) -> bool:
@@ -90,10 +120,11 @@ class Located:
 
     def describe(self) -> dict:
         """Provenance; ``matches_upstream_sha256`` is None when not comparable (no pinned
-        sha256, or a re-compressed copy under another name than the upstream file)."""
+        sha256, or a different copy under another name than the upstream file)."""
         sha, entry = sha256_of(self.path), self.entry
         upstream_name = Path(entry.download_path or entry.path).name
-        comparable = entry.sha256 is not None and self.path.name == upstream_name
+        comparable = entry.sha256 is not None and (self.path.name == upstream_name
+                                                   or sha == entry.sha256)
         return {"role": entry.role, "path": str(self.path), "relative": entry.path,
                 "found_in": self.found_in, "sha256": sha, "format": entry.format,
                 "matches_upstream_sha256": sha == entry.sha256 if comparable else None}
@@ -105,7 +136,7 @@ def locate(entry: FileEntry, home: Path, mirrors: list[Path]) -> Located | None:
         return Located(entry, Path(entry.path), "path") if Path(entry.path).is_file() else None
     for place, base in [("home", home), *(("mirror", m) for m in mirrors)]:
         for relative in entry.candidates:
-            path = base / relative
+            path = inside(base, relative)
             if path.is_file():
                 return Located(entry, path, place)
     return None
@@ -123,6 +154,9 @@ def _download_one(entry: FileEntry, url: str, part: Path) -> str:
     digest = hashlib.sha256()
     request = Request(url, headers={"User-Agent": "llc-bench"})
     with urlopen(request, timeout=TIMEOUT) as response, open(part, "wb") as out:
+        final = response.geturl() if hasattr(response, "geturl") else url
+        if urlparse(final).scheme != "https":
+            raise DatasetError(f"refused: {final} is not https")
         total = response.headers.get("Content-Length") if response.headers else None
         with tqdm(total=int(total) if total else None, unit="B", unit_scale=True,
                   desc=Path(entry.download_path).name, disable=None, leave=False) as bar:
@@ -137,7 +171,12 @@ def download(entry: FileEntry, home: Path, validate: Validator | None = None) ->
     """Fetch one file into the home, trying each URL; only a verified file gets its name."""
     if not entry.urls:
         raise DatasetError(f"{entry.path}: no download URL known")
-    dest = home / entry.download_path
+    dest = inside(home, entry.download_path)
+    if not entry.sha256:
+        how = "verified by its parsed shape" if validate else "not verified"
+        print(f"llc-bench: note: {entry.download_path}: sha256 unknown "
+              f"({entry.sha256_note or 'not pinned'}), so the download is {how}",
+              file=sys.stderr)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -33,9 +33,9 @@ def _all_names() -> list[str]:
 def _compose(name: str, chain: tuple[str, ...] = ()) -> DictConfig:
     if name in chain:
         raise ConfigError(f"dataset config {name!r}: defaults loop {' -> '.join(chain + (name,))}")
-    path = _group_dir() / f"{name}.yaml"
-    if not path.is_file():
+    if not isinstance(name, str) or name not in _all_names():  # never a path: '../run'
         raise ConfigError(f"unknown dataset {name!r} (known: {', '.join(_all_names())})")
+    path = _group_dir() / f"{name}.yaml"
     try:
         own = OmegaConf.create(path.read_text())
     except Exception as exc:  # YAML syntax errors: report one line

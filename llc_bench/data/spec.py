@@ -14,7 +14,8 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 from urllib.parse import urlparse
 
-from llc_bench.errors import ConfigError
+from llc_bench.data.checksums import UNKNOWN, upstream_sha256
+from llc_bench.errors import ConfigError, DatasetError
 
 TASKS = ("binary", "multiclass", "auto")
 KINDS = ("benchmark", "synthetic", "custom")
@@ -31,6 +32,8 @@ TOP_KEYS = {
     # custom data (dataset=file)
     "train", "test", "test_fraction", "format", "label_column", "sep", "header",
     "n_features", "positive", "zero_based",
+    # any dataset: test labels unseen in training (llc_bench.data.load)
+    "unseen_test_labels",
 }
 
 
@@ -95,7 +98,10 @@ def _rows(value, what: str) -> tuple[int, int] | None:
 
 @dataclass(frozen=True, eq=False)
 class FileEntry:
-    """One file of a source: where it lives (mirror/home path) and where it comes from."""
+    """One file of a source: where it lives (mirror/home path) and where it comes from.
+
+    ``sha256`` pins the upstream bytes; when it is None, ``sha256_note`` says why.
+    """
 
     role: str
     path: str
@@ -104,6 +110,7 @@ class FileEntry:
     format: str
     options: Mapping
     download_as: str | None = None
+    sha256_note: str | None = None
 
     @property
     def download_path(self) -> str | None:
@@ -208,6 +215,37 @@ class DatasetSpec:
         return tuple(u for s in self.sources for f in s.files for u in f.urls)
 
 
+def _check_inside(path: str, field_: str) -> None:
+    """A spec's file path is relative to the data home or a mirror and stays inside it."""
+    parts = PurePosixPath(path).parts
+    if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+        raise DatasetError(f"{field_}={path!r}: must be a relative path inside the data home "
+                           "or a mirror (no '..', not absolute)")
+
+
+def _sha256(value, urls: tuple[str, ...], field_: str) -> tuple[str | None, str | None]:
+    """``(digest, None)`` or ``(None, why unknown)`` from the spec, else the checksum table.
+
+    A spec says ``sha256: <64 hex>``, ``sha256: "unknown — <reason>"`` or nothing (null):
+    then the table of ``checksums.py`` decides, and a URL missing there is "not pinned".
+    """
+    table_sha, table_note = upstream_sha256(urls, field_)
+    if value is None:
+        if table_sha or table_note:
+            return table_sha, table_note
+        return None, ("not pinned in the spec" if urls else None)
+    text = str(value).strip()
+    if text.lower().startswith(UNKNOWN):
+        return None, text[len(UNKNOWN):].strip(" :—–-") or "no reason given"
+    if len(text) != 64 or set(text) - set("0123456789abcdef"):
+        raise ConfigError(f"{field_}.sha256 must be 64 lowercase hex digits or "
+                          f"'unknown — <reason>', got {value!r}")
+    if table_sha not in (None, text):
+        raise ConfigError(f"{field_}.sha256 {text[:12]}… disagrees with the checksum table "
+                          f"({table_sha[:12]}…)")
+    return text, None
+
+
 def _file_entries(role: str, value, source: Mapping, where: str) -> list[FileEntry]:
     if role not in FILE_ROLES:
         raise ConfigError(f"{where}: unknown file role {role!r} "
@@ -225,12 +263,19 @@ def _file_entries(role: str, value, source: Mapping, where: str) -> list[FileEnt
         if fmt not in FORMATS:
             raise ConfigError(f"{where}.{role}: format {fmt!r} is not one of {', '.join(FORMATS)}")
         options = {**(source.get("options") or {}), **(item.get("options") or {})}
-        sha = item.get("sha256")
-        if sha is not None and (not isinstance(sha, str) or len(sha) != 64
-                                or set(sha) - set("0123456789abcdef")):
-            raise ConfigError(f"{where}.{role}: sha256 must be 64 lowercase hex digits")
-        entries.append(FileEntry(role, str(item["path"]), urls, sha, fmt, options,
-                                 item.get("download_as")))
+        field_ = f"{where}: files.{role}"
+        for url in urls:
+            if not isinstance(url, str) or urlparse(url).scheme not in ("https", "http"):
+                raise DatasetError(f"{field_}.url={url!r}: downloads must be https:// URLs")
+        sha, note = _sha256(item.get("sha256"), urls, field_)
+        entry = FileEntry(role, str(item["path"]), urls, sha, fmt, options,
+                          item.get("download_as"), note)
+        if not PurePosixPath(entry.path).is_absolute() or urls or entry.download_as:
+            _check_inside(entry.path, f"{field_}.path")  # absolute: a user's own local file
+        if entry.download_path is not None:
+            key = "download_as" if entry.download_as else "url"
+            _check_inside(entry.download_path, f"{field_}.{key} (saved as)")
+        entries.append(entry)
     return entries
 
 
