@@ -66,10 +66,8 @@ def expand_custom(raw: dict) -> dict:
     fmt = raw.get("format", "csv")
     if fmt not in CUSTOM_FORMATS:
         raise ConfigError(f"dataset.format={fmt!r} is not one of {', '.join(CUSTOM_FORMATS)}")
-    if fmt == "csv":
-        options = _csv_options(raw)
-    else:
-        options = {"zero_based": _auto_or_bool(raw, "zero_based")}
+    csv, zero_based = _csv_options(raw), _auto_or_bool(raw, "zero_based")  # both checked
+    options = csv if fmt == "csv" else {"zero_based": zero_based}
     parts = {"train": raw["train"], **({"test": raw["test"]} if has_test else {})}
     files = {role: {"path": absolute_path(path)} for role, path in parts.items()}
     split = ({"protocol": "files"} if has_test
