@@ -48,6 +48,13 @@ def cross_validate_C(X, y, C_grid, folds, seed, fit):
     return scores
 
 
+def grid_edge(grid, best: int) -> bool:
+    """Whether index ``best`` is the smallest or largest value of a grid of > 1 values
+    (a CV choice there may be a grid too narrow: records say so in ``at_grid_edge``)."""
+    values = np.asarray(grid, dtype=float)
+    return len(values) > 1 and values[best] in (values.min(), values.max())
+
+
 def cv_subsample(X, y, max_rows, seed):
     """At most ``max_rows`` rows of ``(X, y)`` for hyper-parameter CV, drawn stratified
     by the seed (all rows when ``max_rows`` is None or not smaller than n)."""

@@ -34,12 +34,13 @@ and ``fit_info_`` = {"timings", "history", "model_size", "anchors", "coding",
 from __future__ import annotations
 
 import time
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -60,6 +61,7 @@ from ._validation import (
     validate_params,
 )
 from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
+from .linear import cross_validate_C, cv_subsample, grid_edge
 from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
 
 #: Largest n·D for which CSR input is densified for ``learn_anchors`` (400 MB).
@@ -67,6 +69,11 @@ MAX_DENSE_ENTRIES = 50_000_000
 
 #: Rows × (anchors + outputs) per chunk of the prediction GEMM.
 _PREDICT_CHUNK_ENTRIES = 1 << 22
+
+
+def _index_predict(predict, classes):
+    """A predict function that returns class indices (what ``cross_validate_C`` compares)."""
+    return lambda X: np.searchsorted(classes, predict(X))
 
 
 class _LocalSVMBase(ClassifierMixin, BaseEstimator):
@@ -96,6 +103,9 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         "max_nnz": [COUNT], "history": ["boolean"], "random_state": ["random_state"],
         "mu": [POSITIVE], "learn_anchors": ["boolean"], "anchor_scale": [NON_NEGATIVE],
         "anchor_step_max": [POSITIVE, None],
+        "lambda_grid": ["array-like", None], "cv_folds": [Interval(Integral, 2, None,
+                                                                   closed="left")],
+        "cv_max_rows": [Interval(Integral, 10, None, closed="left"), None],
     }
 
     def _check_param_combinations(self):
@@ -104,6 +114,33 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 type(self).__name__, "learn_anchors", self.learn_anchors,
                 reason=f"needs a coding with an anchor gradient {LEARNABLE_CODINGS}, "
                 f"not {self.coding!r}")
+
+    def _select_lambda(self, X, y_idx, seed, info) -> float:
+        """λ: ``lambda_``, or the ``lambda_grid`` value of the best ``cv_folds``-fold CV
+        accuracy on (≤ ``cv_max_rows`` stratified rows of) the training data; a one-value
+        grid is used as is.  The CV fits are clones of this estimator at each λ."""
+        grid = None if self.lambda_grid is None else [float(v) for v in self.lambda_grid]
+        if not grid:
+            return float(self.lambda_)
+        if len(grid) == 1:
+            return grid[0]
+        if not all(np.isfinite(v) and v > 0 for v in grid):
+            raise InvalidParameter(type(self).__name__, "lambda_grid", self.lambda_grid,
+                                   reason="every value must be a finite number > 0")
+
+        def fit_fold(Xf, yf, lam):
+            fold = clone(self).set_params(lambda_=lam, lambda_grid=None, history=False)
+            return fold.fit(Xf, self.classes_[yf]).predict
+
+        X_cv, y_cv = cv_subsample(X, y_idx, self.cv_max_rows, seed)
+        scores = cross_validate_C(X_cv, y_cv, grid, int(self.cv_folds), seed,
+                                  lambda Xf, yf, lam: _index_predict(fit_fold(Xf, yf, lam),
+                                                                     self.classes_))
+        best = int(np.argmax(scores))
+        info["cv"] = {"lambda": grid[best], "folds": int(self.cv_folds), "rows": len(y_cv),
+                      "accuracy": dict(zip(map(str, grid), scores, strict=True)),
+                      "at_grid_edge": ["lambda_"] if grid_edge(grid, best) else []}
+        return grid[best]
 
     @staticmethod
     def _prepare_X(X):
@@ -170,6 +207,9 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         self._use_W_fit = use_W  # what predict uses, whatever set_params does later
         timings: dict = {}
         info: dict = {}
+        t = time.perf_counter()
+        lam = self._select_lambda(X, y_idx, int(seed_anchor), info)
+        timings["cv"] = time.perf_counter() - t
 
         t = time.perf_counter()
         self.anchors_, info["anchors"] = fit_anchors(
@@ -196,7 +236,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 y_idx,
                 n_classes,
                 m,
-                float(self.lambda_),
+                lam,
                 use_W=use_W,
                 max_nnz=int(self.max_nnz),
                 random_state=int(seed_init),
@@ -224,7 +264,6 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             test = (Xt, np.asarray(yt), self._encode(Xt))
             Yt = labels_matrix(np.searchsorted(self.classes_, test[1]), n_classes)
             known = np.isin(test[1], self.classes_)
-        lam = float(self.lambda_)
         last: dict = {}
 
         def objective(W, b):
@@ -459,6 +498,15 @@ class LLSVMClassifier(_LocalSVMBase):
         Optional trust region (not in the papers): each anchor move is
         v_j += c (x - v_j) with c clipped to [-anchor_step_max, anchor_step_max]
         (1 = never past x).  None = the papers' unclipped step.
+    lambda_grid : sequence of float or None, default None
+        λ values to choose from by ``cv_folds``-fold CV accuracy on the training data
+        (ML3 Table 2: "every method's regulariser by 5-fold CV"); one value is used as
+        is; None = ``lambda_``.  The choice, the fold accuracies and whether it is at the
+        grid's edge are in ``fit_info_["cv"]``.
+    cv_folds : int, default 5
+        Folds of the λ CV.
+    cv_max_rows : int or None, default None
+        Run the λ CV on a seeded stratified subsample of this many rows.
     """
 
     def __init__(
@@ -483,6 +531,9 @@ class LLSVMClassifier(_LocalSVMBase):
         learn_anchors=False,
         anchor_scale=1.0,
         anchor_step_max=None,
+        lambda_grid=None,
+        cv_folds=5,
+        cv_max_rows=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -504,6 +555,9 @@ class LLSVMClassifier(_LocalSVMBase):
         self.learn_anchors = learn_anchors
         self.anchor_scale = anchor_scale
         self.anchor_step_max = anchor_step_max
+        self.lambda_grid = lambda_grid
+        self.cv_folds = cv_folds
+        self.cv_max_rows = cv_max_rows
 
 
 class LCCSVMClassifier(_LocalSVMBase):
@@ -538,6 +592,9 @@ class LCCSVMClassifier(_LocalSVMBase):
         learn_anchors=False,
         anchor_scale=1.0,
         anchor_step_max=None,
+        lambda_grid=None,
+        cv_folds=5,
+        cv_max_rows=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -559,3 +616,6 @@ class LCCSVMClassifier(_LocalSVMBase):
         self.learn_anchors = learn_anchors
         self.anchor_scale = anchor_scale
         self.anchor_step_max = anchor_step_max
+        self.lambda_grid = lambda_grid
+        self.cv_folds = cv_folds
+        self.cv_max_rows = cv_max_rows

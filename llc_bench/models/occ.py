@@ -72,7 +72,7 @@ from .kronecker import (
     split_weights,
 )
 from .liblinear_fit import fit_liblinear
-from .linear import DEFAULT_C_GRID, cross_validate_C
+from .linear import DEFAULT_C_GRID, cross_validate_C, grid_edge
 from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
 
 LOSSES = {"squared_hinge": "l2_squared_hinge", "hinge": "l2_hinge"}
@@ -246,6 +246,9 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _select_C(self, X, y_idx, seed, info) -> float:
+        if len(self.C_grid) == 1:  # one value: nothing to choose
+            return float(self.C_grid[0])
+
         def fit_fold(Xf, yf, C):
             est = clone(self).set_params(C=C, history=False, random_state=seed).fit(Xf, yf)
             return est.predict
@@ -253,7 +256,9 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         scores = cross_validate_C(X, y_idx, self.C_grid, self.cv_folds, seed, fit_fold)
         C = float(self.C_grid[int(np.argmax(scores))])
         info["cv"] = {"C": C, "folds": int(self.cv_folds),
-                      "accuracy": dict(zip(map(float, self.C_grid), scores, strict=True))}
+                      "accuracy": dict(zip(map(float, self.C_grid), scores, strict=True)),
+                      "at_grid_edge": ["C"] if grid_edge(self.C_grid, int(np.argmax(scores)))
+                      else []}
         return C
 
     def _fit_liblinear(self, X, y_idx, groups, C, seed_sub, seed_fit, timings, info):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from llc_bench.errors import ResultsError
 from llc_bench.experiment.results import ResultsStore
+from llc_bench.experiment.selection import grid_edges
 from llc_bench.tables.plan import DATASET_OFFLINE, CellPlan, TablePlan
 from llc_bench.tables.reference import PaperValue, table_values
 from llc_bench.tables.spec import METRICS, RUN, Metric
@@ -33,6 +34,7 @@ class CellResult:
     notes: tuple = ()
     hashes: list = field(default_factory=list)
     substitutes: int = 0                           # rank rows: datasets that used paper values
+    edges: dict = field(default_factory=dict)      # CV parameter -> runs that chose a grid edge
 
     @property
     def mean(self) -> float | None:
@@ -156,6 +158,8 @@ def aggregate(plan: TablePlan, failed: dict | None = None) -> TableResult:
                                 notes=cell.notes, hashes=[r.hash for r in cell.runs])
             result.problems = [p for p in problems if p.startswith(f"{dataset} / {method} ")]
             for seed in sorted(by_seed):
+                for param in grid_edges(by_seed[seed].get("fit_info")):
+                    result.edges[param] = result.edges.get(param, 0) + 1
                 value = _value(metric, by_seed[seed], spec, records, dataset, seed)
                 if value is not None and not math.isnan(value):
                     result.values.append(value)

@@ -92,6 +92,9 @@ def _cell_parts(cell: CellResult, notes: Footnotes) -> tuple[str, str, str, str 
     if cell.mean is None:
         ours = f"— [{notes.key(cell.reason or 'no result')}]"
     extra = [p for p in cell.problems]
+    if cell.edges and cell.mean is not None:
+        extra.append("CV chose a grid edge: " + ", ".join(
+            f"{param} in {n} of {cell.n} runs" for param, n in sorted(cell.edges.items())))
     if extra:
         ours += f" [{notes.key('; '.join(extra))}]"
     diff = fmt(cell.diff, cell.metric, signed=True) if cell.diff is not None else ""
