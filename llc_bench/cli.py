@@ -2,17 +2,31 @@
 
 ``llc-bench run [hydra overrides]`` is a Hydra app (``-m`` multirun,
 ``--cfg job``, ``--help`` all work); the other subcommands are plain argparse.
+
+Every error ends as one line, ``llc-bench: error: <message>``, exit code 1 (130 for
+Ctrl-C); ``--debug`` (or ``LLC_BENCH_DEBUG=1``) prints the traceback before it.  In a
+``-m`` sweep a failed job prints its line and the sweep goes on; the failed jobs are
+listed at the end (each also leaves its line in ``<job dir>/error.txt``).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import traceback
+from pathlib import Path
 
 import hydra
+from hydra.errors import HydraException, OverrideParseException
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
 
 from llc_bench.errors import LLCBenchError
+
+DEBUG_ENV = "LLC_BENCH_DEBUG"
+FAILED_JOB_FILE = "error.txt"
 
 USAGE = """\
 usage: llc-bench <command> [arguments]
@@ -27,27 +41,135 @@ commands:
              llc-bench tables [--profile quick|full] [--table NAME] [--launcher L] [--jobs N]
   figures    redraw the papers' figures: llc-bench figures [--profile quick|full] [--figure NAME]
 
-Run 'llc-bench <command> --help' for the options of a command.
+Run 'llc-bench <command> --help' for the options of a command; add --debug (anywhere) to
+see the traceback of an error.
 """
 
 
 def fail(message: str, code: int = 1) -> None:
     """Print a one-line error and exit."""
-    print(f"llc-bench: error: {message}", file=sys.stderr)
+    print(f"llc-bench: error: {' '.join(message.split())}", file=sys.stderr)
     raise SystemExit(code)
+
+
+def error_line(err: BaseException) -> str:
+    """The one line that reports ``err``: the message of an llc-bench error or of a
+    parameter error (also when Hydra or OmegaConf wrapped it), Hydra's own message, the
+    file of an OS error, else the exception's type and message."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    cause = err
+    while cause is not None:
+        if isinstance(cause, LLCBenchError | InvalidParameterError):
+            return " ".join(str(cause).split())
+        cause = cause.__cause__
+    text = " ".join(str(err).split())
+    if isinstance(err, OverrideParseException):
+        return f"cannot parse the override {err.override!r}: {text}"
+    if isinstance(err, HydraException | OmegaConfBaseException):
+        if isinstance(err.__cause__, OmegaConfBaseException):  # Hydra's "could not override"
+            text += f" ({str(err.__cause__).splitlines()[0]})"
+        return text
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {err.strerror}"
+    if isinstance(err, MemoryError):
+        return f"out of memory {text}".strip()
+    return (f"{type(err).__name__}: {text} (this looks like a bug in llc-bench; "
+            "--debug shows the traceback)")
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV) == "1"
+
+
+def _report(err: BaseException) -> None:
+    """Exit with one error line (and, with --debug, the traceback first)."""
+    if _debug():
+        traceback.print_exception(err)
+    if isinstance(err, KeyboardInterrupt):
+        fail("interrupted", code=130)
+    fail(error_line(err))
+
+
+_RUN: dict = {}  # the single run's error, the sweep directory: set by the task and callback
+
+
+class _Stop(BaseException):
+    """Carries an error out of a Hydra callback (Hydra turns an Exception into a warning)."""
+
+
+class RunCallback(Callback):
+    """Hydra callback (conf/run.yaml): checks the results store before Hydra makes its
+    directories in it, remembers the sweep directory, and removes it after a sweep whose
+    jobs were all cache hits."""
+
+    def on_run_start(self, config, **kwargs) -> None:
+        from llc_bench.experiment.results import ResultsStore
+
+        try:
+            ResultsStore(config.results_dir).check_writable()
+        except LLCBenchError as err:
+            raise _Stop(err) from err
+
+    def on_multirun_start(self, config, **kwargs) -> None:
+        self.on_run_start(config)
+        _RUN["sweep_dir"] = Path(str(config.hydra.sweep.dir))
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        from llc_bench.experiment.runner import discard_run_dir
+
+        discard_run_dir(str(config.hydra.sweep.dir), config.results_dir)
 
 
 @hydra.main(config_path="pkg://llc_bench.conf", config_name="run", version_base="1.3")
 def run_app(cfg: DictConfig) -> None:
-    """The Hydra task: one experiment per composed config."""
+    """The Hydra task: one experiment per composed config.  A single run's error is kept
+    for ``main`` to report; a sweep job's error is reported here and the sweep goes on."""
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
-    from llc_bench.experiment.runner import run_experiment
+    from llc_bench.experiment.runner import discard_run_dir, run_experiment
 
+    hc = HydraConfig.get()
     try:
-        run_experiment(cfg, output_dir=HydraConfig.get().runtime.output_dir)
-    except LLCBenchError as err:
-        fail(str(err))
+        run_experiment(cfg, output_dir=hc.runtime.output_dir)
+    except Exception as err:
+        if hc.mode != RunMode.MULTIRUN:
+            _RUN["error"] = err
+            discard_run_dir(hc.runtime.output_dir, cfg.results_dir)
+            return
+        if _debug():
+            traceback.print_exception(err)
+        line = f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {error_line(err)}"
+        print(f"llc-bench: error: {line}", file=sys.stderr, flush=True)
+        (Path(hc.runtime.output_dir) / FAILED_JOB_FILE).write_text(line + "\n")
+
+
+def run_command(argv: list[str]) -> None:
+    """`llc-bench run [-m] [overrides]`: Hydra's errors are raised to ``main`` (not printed
+    by Hydra); a sweep with failed jobs lists them and exits 1."""
+    _RUN.clear()
+    sys.argv = ["llc-bench run", *argv]
+    saved = os.environ.get("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        run_app()
+    finally:
+        if saved is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = saved
+    if "error" in _RUN:
+        raise _RUN["error"]
+    sweep_dir = _RUN.get("sweep_dir")
+    failed = sorted(sweep_dir.glob(f"*/{FAILED_JOB_FILE}"),
+                    key=lambda p: (len(p.parent.name), p.parent.name)) if sweep_dir else []
+    if failed:
+        lines = [p.read_text().strip() for p in failed]
+        print(f"llc-bench: error: {len(lines)} job(s) of the sweep failed:", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 def datasets_command(argv: list[str]) -> None:
@@ -93,30 +215,35 @@ def datasets_command(argv: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--debug" in argv and not _debug():
+        os.environ[DEBUG_ENV] = "1"  # also seen by the jobs of a sweep in other processes
+        try:
+            return main([a for a in argv if a != "--debug"])
+        finally:
+            del os.environ[DEBUG_ENV]
+    argv = [a for a in argv if a != "--debug"]
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return
     command, rest = argv[0], argv[1:]
-    if command == "run":
-        sys.argv = ["llc-bench run", *rest]
-        run_app()
-    elif command == "datasets":
-        try:
+    try:
+        if command == "run":
+            run_command(rest)
+        elif command == "datasets":
             datasets_command(rest)
-        except LLCBenchError as err:
-            fail(str(err))
-    elif command in ("tables", "figures"):
-        from llc_bench.tables.command import figures_command, tables_command
+        elif command in ("tables", "figures"):
+            from llc_bench.tables.command import figures_command, tables_command
 
-        # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-        try:
+            # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
-        except LLCBenchError as err:
-            fail(str(err))
-    else:
-        fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures)",
-             code=2)
+        else:
+            fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures)",
+                 code=2)
+    except _Stop as stop:
+        _report(stop.args[0])
+    except (Exception, KeyboardInterrupt) as err:
+        _report(err)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment.environment import code_revision, host_info, package_versions
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
+from llc_bench.experiment.selection import grid_edges
 from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
 
 # trainer.name -> "module:Class".  Imported only when a run names it.
@@ -150,16 +151,17 @@ def _finite(value):
     return value
 
 
-def _discard_run_dir(output_dir, results_dir) -> None:
-    """A cache hit leaves no Hydra run directory: remove ``output_dir`` when it holds only
-    what Hydra put there (``.hydra/`` and an empty log), then the directories this leaves
-    empty, up to ``results_dir``."""
+def discard_run_dir(output_dir, results_dir) -> None:
+    """A cache hit (or a run stopped by a config error) leaves no Hydra run directory:
+    remove ``output_dir`` when it holds only what Hydra put there (``.hydra/``, an empty
+    log, a sweep's ``multirun.yaml``), then the directories this leaves empty, up to
+    ``results_dir``."""
     out, stop = Path(output_dir).resolve(), Path(results_dir).resolve()
     if not out.is_dir() or stop not in out.parents:
         return
     for path in out.rglob("*"):
-        if path.is_file() and path.parent.name != ".hydra" and not (
-                path.suffix == ".log" and path.stat().st_size == 0):
+        if path.is_file() and path.parent.name != ".hydra" and path.name != "multirun.yaml" \
+                and not (path.suffix == ".log" and path.stat().st_size == 0):
             return
     shutil.rmtree(out, ignore_errors=True)
     for parent in out.parents:
@@ -216,7 +218,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
 def _cached(store, key, output_dir, config, echo) -> dict:
     record = store.load(key)
     if output_dir is not None:
-        _discard_run_dir(output_dir, config["results_dir"])
+        discard_run_dir(output_dir, config["results_dir"])
     echo(summary_line(record, cached=True))
     return record
 
@@ -267,6 +269,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
         "model_size": fit_info.pop("model_size", {}),
         "history": fit_info.pop("history", []),
         "fit_info": fit_info,
+        "at_grid_edge": grid_edges(fit_info),
         "started": started.isoformat(timespec="seconds"),
         "versions": package_versions(),
         "code_revision": code_revision(),

@@ -1,0 +1,259 @@
+"""Bad input through `llc-bench run` (in-process): one error line, no traceback, nothing
+written; sweeps survive a failed job; a shared store (locks, file modes, no empty Hydra
+directories on cache hits)."""
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import REPO, compose_run
+
+from llc_bench import cli
+from llc_bench.errors import ConfigError
+from llc_bench.experiment import runner
+from llc_bench.experiment.results import ResultsStore, atomic_write_json
+from llc_bench.models.linear import LinearSVMClassifier
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch):
+    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+
+
+def where(tmp_path):
+    return [f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
+            f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false"]
+
+
+def llc(capsys, *args):
+    """Run `llc-bench` in-process: (exit code, stdout, stderr)."""
+    try:
+        cli.main(list(args))
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def written(tmp_path):
+    """Records, data-cache files and Hydra job files left behind."""
+    return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")
+                  if p.is_file() and p.name != "file")
+
+
+def one_error(code, err, *words):
+    assert code == 1, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("llc-bench: error:")]
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["model=llsvm", "coding.n_anchors=0"], ["coding.n_anchors=0", "int >= 1"]),
+    (["model=llsvm", "coding.k=0"], ["coding.k=0", "int >= 1"]),
+    (["model=llsvm", "trainer.lambda_=-1"], ["trainer.lambda_=-1", "finite float > 0"]),
+    (["model=llsvm", "trainer.epochs=-1"], ["trainer.epochs=-1", "int >= 0"]),
+    (["model=sapl", "coding.beta=-1"], ["coding.beta=-1", "> 0", "'auto'"]),
+    (["model=llsvm", "coding.power=-1"], ["coding.power=-1", "> 0"]),
+    (["model=llsvm", "trainer.learn_anchors=true"], ["trainer.learn_anchors", "soft_knn"]),
+    (["model=jo", "trainer.t0=0"], ["trainer.t0=0", "calibrate"]),
+    (["model=ldkl", "trainer.depth=-1"], ["trainer.depth=-1", "[0, 20]"]),
+    (["model=nystroem", "trainer.n_components=0"], ["trainer.n_components=0", "int >= 1"]),
+    (["model=ml3", "trainer.n_models=0"], ["trainer.n_models=0", "int >= 1"]),
+    (["model=ml3", "trainer.p=nan"], ["trainer.p=nan", ">= 1"]),
+    (["model=kernel", "trainer.gamma=-1"], ["trainer.gamma=-1", "> 0"]),
+    (["model=occ_peg_g", "trainer.intercept=shared"], ["trainer.intercept", "liblinear"]),
+    (["model=occ_lib_c", "coding.n_basis=0"], ["coding.n_basis=0"]),
+    (["model=svm_knn", "trainer.K_grid=[0,5]"], ["trainer.K_grid=[0,5]", "non-empty list"]),
+    (["model=csvm", "trainer.n_clusters=0"], ["trainer.n_clusters=0"]),
+    (["model=lcc_svm_lcc", "trainer.C_grid=[]"], ["trainer.C_grid=[]", "non-empty"]),
+    (["trainer.C=nan"], ["trainer.C=nan", "must be a finite float > 0 or null"]),
+    (["trainer.C=inf"], ["trainer.C=inf", "finite"]),
+    (["trainer.C=0"], ["trainer.C=0", "> 0"]),
+    (["trainer.C=abc"], ["trainer.C=abc"]),
+    (["trainer.bias=nan"], ["trainer.bias=nan", "finite float"]),
+    (["seed=abc"], ["seed=abc", "integer"]),
+    (["seed=-1"], ["seed=-1", "integer"]),
+    (["seed=1.5"], ["seed=1.5"]),
+    (["dataset=file"], ["dataset.train must be set", "dataset.train="]),
+    (["trainer.foo=1"], ["trainer.foo"]),
+    (["+trainer.foo=1"], ["trainer.foo is not a parameter"]),
+    (["model=nope"], ["model/nope"]),
+    (["seed=["], ["seed=["]),
+])
+def test_bad_value_is_one_line_before_any_data_is_read(tmp_path, capsys, overrides, words):
+    code, _, err = llc(capsys, "run", *where(tmp_path), *overrides)
+    line = one_error(code, err, *words)
+    assert "n_anchors" not in line or "n_anchors" in " ".join(overrides)  # csvm: n_clusters
+    assert written(tmp_path) == []  # no record, no parsed-data cache, no Hydra directory
+
+
+def test_liblinear_rejects_its_parameters_in_words():
+    """Values that reach LIBLINEAR unchecked (nan, inf, 0) get a ValueError naming them,
+    not LIBLINEAR's `Error: b'C <= 0'` (or a silent fit for nan)."""
+    import numpy as np
+
+    from llc_bench.models.liblinear_fit import fit_liblinear
+
+    X, y = np.eye(4), np.array([0, 1, 0, 1])
+    for C in (0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"C=.*finite float > 0"):
+            fit_liblinear(X, y, C=C)
+    for bad in ({"C": 0.0}, {"C": float("nan")}, {"cv_folds": 1}, {"solver": "x"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            LinearSVMClassifier(**bad).fit(X, y)
+
+
+def test_every_model_preset_validates_with_every_tuned_preset(tmp_path):
+    """The constraints accept every shipped configuration."""
+    conf = REPO / "conf"
+    pairs = [(m.stem, "banana") for m in (conf / "model").glob("*.yaml")]
+    for tuned in (conf / "tuned").glob("*.yaml"):
+        model = next(m.stem for m in (conf / "model").glob("*.yaml")
+                     if tuned.stem.startswith(m.stem + "_")
+                     and (conf / "dataset" / f"{tuned.stem[len(m.stem) + 1:]}.yaml").is_file())
+        pairs.append((model, tuned.stem[len(model) + 1:]))
+    for model, dataset in pairs:
+        runner.build_estimator(compose_run(f"model={model}", f"dataset={dataset}",
+                                           tmp_path=tmp_path))
+
+
+def test_results_dir_that_is_a_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("not a directory")
+    code, _, err = llc(capsys, "run", *where(tmp_path), f"results_dir={tmp_path / 'file'}")
+    one_error(code, err, "results_dir=", "not a directory")
+    assert written(tmp_path) == []
+
+
+def test_results_dir_not_writable(tmp_path, monkeypatch):
+    store = ResultsStore(tmp_path / "results")
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # root may write anywhere
+    with pytest.raises(ConfigError, match="not writable"):
+        store.check_writable()
+
+
+def test_ctrl_c_is_one_line_exit_130(tmp_path, capsys, monkeypatch):
+    def interrupted(cfg, output_dir=None, echo=print):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_experiment", interrupted)
+    code, _, err = llc(capsys, "run", *where(tmp_path))
+    assert code == 130 and err.strip() == "llc-bench: error: interrupted"
+
+
+def test_debug_shows_the_traceback(tmp_path, capsys, monkeypatch):
+    code, _, err = llc(capsys, "run", "--debug", *where(tmp_path), "trainer.C=nan")
+    assert code == 1 and "Traceback" in err and "llc-bench: error: trainer.C=nan" in err
+    assert cli.DEBUG_ENV not in os.environ
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    code, _, err = llc(capsys, "run", *where(tmp_path), "seed=abc")
+    assert code == 1 and "Traceback" in err
+
+
+def test_unexpected_exception_is_one_line_naming_its_type(tmp_path, capsys, monkeypatch):
+    def broken(cfg, output_dir=None, echo=print):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(runner, "run_experiment", broken)
+    code, _, err = llc(capsys, "run", *where(tmp_path))
+    one_error(code, err, "ZeroDivisionError", "--debug")
+
+
+def test_sweep_runs_every_job_and_lists_the_failed_ones(tmp_path, capsys):
+    code, out, err = llc(capsys, "run", "-m", *where(tmp_path), "trainer.C=1.0",
+                         "seed=0,-1,2")
+    assert code == 1 and "Traceback" not in err
+    records = [json.loads(p.read_text())
+               for p in (tmp_path / "results" / "runs").glob("*.json")]
+    assert sorted(r["seed"] for r in records) == [0, 2]
+    summary = err[err.index("1 job(s) of the sweep failed"):]
+    assert "job 1 (" in summary and "seed=-1: must be an integer" in summary
+    [error_file] = (tmp_path / "results" / "hydra").rglob(cli.FAILED_JOB_FILE)
+    assert "seed=-1" in error_file.read_text()
+
+
+def test_cache_hits_leave_no_hydra_directory(tmp_path, capsys):
+    args = ("run", *where(tmp_path), "trainer.C=1.0")
+    assert llc(capsys, *args)[0] == 0
+    hydra_files = sorted((tmp_path / "results" / "hydra").rglob("*"))
+    code, out, _ = llc(capsys, *args)
+    assert code == 0 and out.strip().endswith("(cached)")
+    assert sorted((tmp_path / "results" / "hydra").rglob("*")) == hydra_files
+    code, out, _ = llc(capsys, "run", "-m", *where(tmp_path), "trainer.C=1.0", "seed=0")
+    assert code == 0 and "(cached)" in out
+    assert sorted((tmp_path / "results" / "hydra").rglob("*")) == hydra_files
+
+
+def test_records_are_strict_json_with_nan_as_null(tmp_path, monkeypatch):
+    with pytest.raises(ValueError):
+        atomic_write_json(tmp_path / "x.json", {"a": float("nan")})
+    assert not list(tmp_path.iterdir())
+    monkeypatch.setattr(runner, "accuracy", lambda y, pred: float("nan"))
+    record = runner.run_experiment(compose_run("trainer.C=1.0", tmp_path=tmp_path),
+                                   echo=lambda line: None)
+    assert record["metrics"]["test_accuracy"] is None
+    [path] = (tmp_path / "results" / "runs").glob("*.json")
+    assert json.loads(path.read_text())["metrics"]["train_accuracy"] is None
+    assert "NaN" not in path.read_text()
+
+
+def test_committed_records_are_strict_json():
+    def refuse(name):
+        raise ValueError(name)
+
+    for path in (REPO / "results" / "runs").glob("*.json"):
+        json.loads(path.read_text(), parse_constant=refuse)  # NaN, Infinity, -Infinity
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_records_honour_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        atomic_write_json(tmp_path / "r.json", {"a": 1})
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == mode
+
+
+def test_identical_runs_together_compute_once(tmp_path, monkeypatch):
+    """The second of two identical runs waits for the first's lock, then hits the cache."""
+    cfg = compose_run("trainer.C=1.0", tmp_path=tmp_path)
+    fits, started = [], threading.Event()
+    fit = LinearSVMClassifier.fit
+
+    def slow_fit(self, X, y, eval_set=None):
+        fits.append(1)
+        started.set()
+        threading.Event().wait(0.5)
+        return fit(self, X, y, eval_set)
+
+    monkeypatch.setattr(LinearSVMClassifier, "fit", slow_fit)
+    lines: list[str] = []
+    first = threading.Thread(target=runner.run_experiment, args=(cfg,),
+                             kwargs={"echo": lines.append})
+    first.start()
+    assert started.wait(30)
+    second = runner.run_experiment(cfg, echo=lines.append)
+    first.join()
+    assert len(fits) == 1
+    assert any(line.startswith("waiting for another run") for line in lines)
+    assert lines[-1].endswith("(cached)") and second["config_hash"] in lines[-1]
+    assert list((tmp_path / "results" / "locks").iterdir()) == []
+
+
+def test_a_lock_left_by_a_killed_run_does_not_block(tmp_path):
+    """flock dies with its process: a leftover lock file is simply taken."""
+    cfg = compose_run("trainer.C=1.0", tmp_path=tmp_path)
+    key = runner.config_hash(cfg)
+    locks = Path(tmp_path / "results" / "locks")
+    locks.mkdir(parents=True)
+    (locks / f"{key}.lock").write_text("")
+    record = runner.run_experiment(cfg, echo=lambda line: None)
+    assert record["config_hash"] == key
