@@ -289,6 +289,21 @@ def test_wrong_separator_is_a_parse_error_suggesting_dataset_sep(tmp_path, capsy
     assert record["data"]["n_features"] == 3
 
 
+@pytest.mark.parametrize("name, text, extra, words", [
+    ("empty.csv", "", (), ("the file is empty",)),
+    ("empty.svm", "\n", ("dataset.format=svmlight",), ("no data rows",)),
+    ("only_header.csv", "a,b,label\n", (), ("no data rows",)),
+    ("really.svm", "1 1:0.5 2:1\n-1 1:0.1 2:3\n", (), ("dataset.format=svmlight",)),
+    ("int32.svm", "1 1:0.5\n-1 3000000000:1\n", ("dataset.format=libsvm",),
+     ("line 2", "feature index 3000000000 is too large")),
+])
+def test_other_unreadable_files_are_one_line(tmp_path, capsys, name, text, extra, words):
+    path = tmp_path / name
+    path.write_text(text)
+    fails(tmp_path, capsys, f"dataset.train={path}", "dataset.test_fraction=0.3", *extra,
+          words=(name, *words))
+
+
 # --- 8. messages that point into the file -------------------------------------------------
 
 def test_nan_position_is_given_as_file_line_and_column(tmp_path, capsys):

@@ -63,7 +63,7 @@ def expand_custom(raw: dict) -> dict:
     if has_test == (fraction is not None):
         raise ConfigError("dataset=file needs exactly one of dataset.test=PATH and "
                           "dataset.test_fraction=F")
-    fmt = raw.get("format", "csv")
+    fmt = {"libsvm": "svmlight"}.get(raw.get("format", "csv"), raw.get("format", "csv"))
     if fmt not in CUSTOM_FORMATS:
         raise ConfigError(f"dataset.format={fmt!r} is not one of {', '.join(CUSTOM_FORMATS)}")
     csv, zero_based = _csv_options(raw), _auto_or_bool(raw, "zero_based")  # both checked

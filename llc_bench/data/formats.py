@@ -15,6 +15,7 @@ the file (label column, header, column numbers, svmlight index base).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +64,7 @@ class FileProblem(ValueError):
 SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe", " ": "whitespace"}
 SEP_ALIASES = {"comma": ",", "semicolon": ";", "tab": "\t", "\\t": "\t", "pipe": "|",
                "whitespace": None, " ": None}
-MAX_DISTINCT_SHOWN = 40
+MAX_INDEX = 2**31 - 2  # scipy's int32 sparse indices
 
 
 def data_line(path: Path, row: int, skip: int = 0, comment: bytes | None = None) -> int | None:
@@ -105,6 +106,8 @@ def _svmlight_line_problem(tokens: list[bytes], minimum: int) -> str | None:
             return f"{_shown(token)} is not 'index:value'"
         if not colon:
             return f"{_shown(token)} is not 'index:value'"
+        if index > MAX_INDEX:
+            return f"feature index {index} is too large (at most {MAX_INDEX})"
         if index < minimum:
             return (f"feature index {index} in a file read as one-based (set "
                     "dataset.zero_based=true if the indices start at 0)" if index == 0
@@ -138,7 +141,7 @@ def parse_svmlight(path: Path, options: Mapping, n_features: int | None) -> Pars
         with open_binary(path) as fh:
             X, y = load_svmlight_file(fh, n_features=None if raw else n_features,
                                       dtype=np.float64, zero_based=True if raw else zero_based)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         problem = svmlight_problem(path, 1 if zero_based is False else 0)
         if problem is None:
             raise
@@ -195,7 +198,7 @@ def _is_number(value) -> bool:
 def looks_like_header(frame: pd.DataFrame) -> bool:
     """Heuristic header detection: every field of the first row is a non-numeric name, and
     either some column is numeric below it or no name recurs in its own column."""
-    if len(frame) < 2:
+    if len(frame) < 1:
         return False
     first = frame.iloc[0]
     if first.isna().any() or any(_is_number(v) for v in first):
@@ -311,6 +314,8 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
     meta: dict = {"format": "csv"}
     if header == "auto":
         content = io.BytesIO(fh.read())
+        if not content.getvalue().strip():
+            raise FileProblem("the file is empty")
         frame = _read_table(content, options, False)
         header = looks_like_header(frame)
         meta["header"] = "detected" if header else "none detected"
@@ -330,8 +335,14 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
     sep = _separator(options)
     if kind == "xy" and n_columns == 1:
         other = _other_separator(path, skip, sep)
-        hint = (f"; the lines look {other}-separated: set dataset.sep={other}" if other
-                else "; check dataset.sep")
+        first = str(frame.iloc[0, 0]) if len(frame) else ""
+        if re.fullmatch(r"\S+(\s+\d+:\S+)+", first.strip()):
+            hint = ("; the lines look like svmlight ('label index:value ...'): set "
+                    "dataset.format=svmlight")
+        elif other:
+            hint = f"; the lines look {other}-separated: set dataset.sep={other}"
+        else:
+            hint = "; check dataset.sep"
         raise FileProblem(f"1 column per line with sep {options.get('sep', ',')!r}, so no "
                           f"feature column{hint}")
     label = options.get("label_column", -1) if kind == "xy" else None
@@ -427,16 +438,22 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
         if fmt == "svmlight":
             if kind != "xy":
                 raise ValueError("svmlight files hold features and labels (role train/test/all)")
-            return parse_svmlight(path, options, options.get("n_features", n_features))
-        if fmt == "csv":
-            return parse_delimited(path, options, kind)
-        if fmt == "idx":
-            return parse_idx(path, kind)
-        if fmt == "mat":
-            return parse_mat(path, options)
-        if fmt == "ldkl":
-            return parse_ldkl(path, options)
-        raise ValueError(f"unknown format {fmt!r}")
+            parsed = parse_svmlight(path, options, options.get("n_features", n_features))
+        elif fmt == "csv":
+            parsed = parse_delimited(path, options, kind)
+        elif fmt == "idx":
+            parsed = parse_idx(path, kind)
+        elif fmt == "mat":
+            parsed = parse_mat(path, options)
+        elif fmt == "ldkl":
+            parsed = parse_ldkl(path, options)
+        else:
+            raise ValueError(f"unknown format {fmt!r}")
+        if parsed.n_rows == 0:
+            raise FileProblem("no data rows (is the file empty?)")
+        return parsed
+    except pd.errors.EmptyDataError as exc:
+        raise DatasetError(f"{path}: the file is empty") from exc
     except (DatasetError, MemoryError, KeyboardInterrupt):
         raise
     except FileProblem as exc:

@@ -128,6 +128,8 @@ def _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy) -> dict[
         where = (_files(parts, ("test",)) if spec.split.protocol == "files" and "test" in parts
                  else f"the test split of {_files(parts)}")
         detail = ", ".join(f"{n!r} ({c} rows)" for n, c in list(found.items())[:5])
+        if len(found) > 5:
+            detail += f" and {len(found) - 5} more labels ({int(unseen.sum())} rows in all)"
         train = sorted({names[c] for c in np.unique(y_tr_raw)}, key=label_sort_key)
         shown = ", ".join(map(repr, train[:10])) + (", ..." if len(train) > 10 else "")
         raise DatasetError(f"{where}: test label {detail} does not occur in the training split "

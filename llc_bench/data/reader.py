@@ -101,8 +101,8 @@ def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
         if parsed.meta.get("raw_indices"):
             pass  # the width depends on the index base, decided for all files together
         elif expected is not None and parsed.X.shape[1] != expected:
-            raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the spec of "
-                               f"{spec.name!r} expects {expected}")
+            by = "dataset.n_features" if spec.kind == "custom" else f"the spec of {spec.name!r}"
+            raise DatasetError(f"{path}: {parsed.X.shape[1]} features, {by} expects {expected}")
     known = known_labels(spec)
     if parsed.label_names is not None and known is not None:
         unknown = [n for n in parsed.label_names if n not in known]
