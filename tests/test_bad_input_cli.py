@@ -257,3 +257,15 @@ def test_a_lock_left_by_a_killed_run_does_not_block(tmp_path):
     (locks / f"{key}.lock").write_text("")
     record = runner.run_experiment(cfg, echo=lambda line: None)
     assert record["config_hash"] == key
+
+
+def test_parsed_data_cache_honours_the_umask(tmp_path):
+    old = os.umask(0o002)
+    try:
+        runner.run_experiment(compose_run("trainer.C=1.0", tmp_path=tmp_path),
+                              echo=lambda line: None)
+    finally:
+        os.umask(old)
+    made = [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
+    made += list((tmp_path / "results" / "runs").glob("*.json"))
+    assert len(made) >= 2 and {p.stat().st_mode & 0o777 for p in made} == {0o664}

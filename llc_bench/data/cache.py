@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from llc_bench.data.formats import Parsed
+from llc_bench.experiment.results import file_mode
 
 CACHE_VERSION = 2
 CACHE_DIR = "_cache"
@@ -127,6 +128,7 @@ def store(path: Path, parsed: Parsed) -> bool:
                                          delete=False) as fh:
             tmp = Path(fh.name)
             np.savez(fh, **arrays)
+            os.fchmod(fh.fileno(), file_mode())  # as the umask says, not mkstemp's 0600
         os.replace(tmp, path)
         return True
     except OSError:
