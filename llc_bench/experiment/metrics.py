@@ -5,6 +5,11 @@ Binary tasks use labels {-1, +1} and a decision value f(x) whose sign predicts
 loss reported for them is the one-vs-all hinge, max(0, 1 - y_c f_c(x)) with
 y_c = +1 for the true class and -1 otherwise, averaged over samples *and*
 classes (the loss the one-vs-all trainers minimise, per class).
+
+A true label outside the classes (``llc_bench.data.dataset.UNSEEN_LABEL``: a test label
+the training split lacks, kept with ``dataset.unseen_test_labels=count_as_errors``) is
+never predicted, so it counts as an error, and the hinge treats it as a negative for
+every class (binary: as the negative class).
 """
 
 from __future__ import annotations
