@@ -74,8 +74,7 @@ def error_line(err: BaseException) -> str:
         return f"{err.filename}: {err.strerror}"
     if isinstance(err, MemoryError):
         return f"out of memory {text}".strip()
-    return (f"{type(err).__name__}: {text} (this looks like a bug in llc-bench; "
-            "--debug shows the traceback)")
+    return f"unexpected {type(err).__name__}: {text} (--debug shows the traceback)"
 
 
 def _debug() -> bool:
