@@ -139,7 +139,7 @@ def run_app(cfg: DictConfig) -> None:
             return
         if _debug():
             traceback.print_exception(err)
-        line = f"job {hc.job.num} ({' '.join(hc.overrides.task)}): {error_line(err)}"
+        line = f"job {hc.job.num}: {error_line(err)} [job: {' '.join(hc.overrides.task)}]"
         print(f"llc-bench: error: {line}", file=sys.stderr, flush=True)
         (Path(hc.runtime.output_dir) / FAILED_JOB_FILE).write_text(line + "\n")
 
@@ -164,10 +164,9 @@ def run_command(argv: list[str]) -> None:
     failed = sorted(sweep_dir.glob(f"*/{FAILED_JOB_FILE}"),
                     key=lambda p: (len(p.parent.name), p.parent.name)) if sweep_dir else []
     if failed:
-        lines = [p.read_text().strip() for p in failed]
-        print(f"llc-bench: error: {len(lines)} job(s) of the sweep failed:", file=sys.stderr)
-        for line in lines:
-            print(f"  {line}", file=sys.stderr)
+        print(f"llc-bench: {len(failed)} job(s) of the sweep failed:", file=sys.stderr)
+        for path in failed:
+            print(f"llc-bench: error: {path.read_text().strip()}", file=sys.stderr)
         raise SystemExit(1)
 
 
@@ -245,5 +244,7 @@ def main(argv: list[str] | None = None) -> None:
         _report(err)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # `python -m llc_bench.cli`: run the one imported module, whose
+    from llc_bench.cli import main as _main  # state Hydra's callback (llc_bench.cli) shares
+
+    _main()

@@ -174,7 +174,7 @@ def test_sweep_runs_every_job_and_lists_the_failed_ones(tmp_path, capsys):
                for p in (tmp_path / "results" / "runs").glob("*.json")]
     assert sorted(r["seed"] for r in records) == [0, 2]
     summary = err[err.index("1 job(s) of the sweep failed"):]
-    assert "job 1 (" in summary and "seed=-1: must be an integer" in summary
+    assert "job 1: seed=-1: must be an integer" in summary and "[job: " in summary
     [error_file] = (tmp_path / "results" / "hydra").rglob(cli.FAILED_JOB_FILE)
     assert "seed=-1" in error_file.read_text()
 

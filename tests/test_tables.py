@@ -121,12 +121,12 @@ def test_a_failing_run_is_reported_with_its_error(tmp_path):
 
     with Composer() as composer:
         planner = Planner(tmp_path, load_profile("quick"), composer=composer)
-        (run,) = planner.plan_runs("linear", "banana", 1,
-                                   {"trainer.C": 1.0, "trainer.solver": "bogus"})
+        (run,) = planner.plan_runs("linear", "banana", 1, {"trainer.C": 1.0})
+    run.overrides["trainer.solver"] = "bogus"  # planning refuses it: make the job fail
     report = Executor(tmp_path, run_args=["data.download=false"],
                       echo=lambda s: None).run([run])
     assert report.executed == 0
-    assert "unknown LIBLINEAR solver" in report.failed[run.hash]
+    assert "trainer.solver=bogus: must be" in report.failed[run.hash]
     assert not ResultsStore(tmp_path).has(run.hash)
 
 
