@@ -68,6 +68,8 @@ def one_error(code, err, *words):
     (["model=nystroem", "trainer.n_components=0"], ["trainer.n_components=0", "int >= 1"]),
     (["model=ml3", "trainer.n_models=0"], ["trainer.n_models=0", "int >= 1"]),
     (["model=ml3", "trainer.p=nan"], ["trainer.p=nan", ">= 1"]),
+    (["model=ml3", "trainer.p=inf"], ["trainer.p=inf", "finite number"]),
+    (["dataset.max_train=nan"], ["dataset.max_train=nan", "finite number"]),
     (["model=kernel", "trainer.gamma=-1"], ["trainer.gamma=-1", "> 0"]),
     (["model=occ_peg_g", "trainer.intercept=shared"], ["trainer.intercept", "liblinear"]),
     (["model=occ_lib_c", "coding.n_basis=0"], ["coding.n_basis=0"]),

@@ -70,13 +70,15 @@ def check_seed(seed) -> int:
     return seed
 
 
-def _missing_keys(node, prefix=""):
-    """Dotted keys whose value is still OmegaConf's ``???`` (mandatory, not given)."""
+def _leaves(node, prefix=""):
+    """(dotted key, value) of every leaf of a nested config (list items are leaves too)."""
     for key, value in node.items():
         if isinstance(value, Mapping):
-            yield from _missing_keys(value, f"{prefix}{key}.")
-        elif value == "???":
-            yield f"{prefix}{key}"
+            yield from _leaves(value, f"{prefix}{key}.")
+        elif isinstance(value, list | tuple):
+            yield from ((f"{prefix}{key}", v) for v in value)
+        else:
+            yield f"{prefix}{key}", value
 
 
 def _plain(value):
@@ -197,11 +199,14 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else dict(cfg))
     config.pop("hydra", None)
-    missing = next(_missing_keys(config), None)
-    if missing is not None:
-        raise ConfigError(f"{missing} must be set: add {missing}=... to the command line")
+    for key, value in _leaves(config):  # a mandatory key left unset
+        if isinstance(value, str) and value == "???":
+            raise ConfigError(f"{key} must be set: add {key}=... to the command line")
     seed = check_seed(config.get("seed"))
     estimator = build_estimator(config)  # every parameter checked before any data is loaded
+    for key, value in _leaves(config):  # records are strict JSON
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{key}={value}: must be a finite number")
     add_numerics_version(config)
     _pin_custom_files(config["dataset"])
     key = config_hash(config)
@@ -276,9 +281,13 @@ def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
         "host": host_info(),
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
-    store.save(record)
+    path = store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)
+    from llc_bench.experiment.query import describe_run
+
+    for line in describe_run(record, path):  # data, model, phases, record; then the result
+        echo(line)
     echo(summary_line(record))
     return record
 
