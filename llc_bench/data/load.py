@@ -216,6 +216,10 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
 
 def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
           download: bool, policy: str) -> Dataset:
+    from llc_bench.data.stream import load_streamed, uses_row_store
+
+    if uses_row_store(spec):  # streamed, too large for memory, or generated into a store
+        return load_streamed(spec, seed, home_dir, mirror_list, download, policy)
     start = time.perf_counter()
     pending: list = []
     parts, provenance, source = _read(spec, seed, home_dir, mirror_list, download, pending)

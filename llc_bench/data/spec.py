@@ -34,6 +34,8 @@ TOP_KEYS = {
     "n_features", "positive", "zero_based",
     # any dataset: test labels unseen in training (llc_bench.data.load)
     "unseen_test_labels",
+    # out-of-core (llc_bench.data.stream): null = auto (in_memory: false datasets stream)
+    "stream",
 }
 
 
