@@ -35,8 +35,8 @@ commands:
   run        run one experiment (a Hydra app): llc-bench run dataset=ijcnn model=linear
              sweep with -m: llc-bench run -m dataset=banana,magic04 seed=0,1,2
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
-  datasets   list the datasets, show one, or fetch its files:
-             llc-bench datasets [list | info NAME | fetch NAME]
+  datasets   list the datasets, show one, fetch its files, or convert them to a row store:
+             llc-bench datasets [list | info NAME | fetch NAME | convert NAME]
   tables     regenerate the papers' tables beside their numbers (runs what is missing):
              llc-bench tables [--profile quick|full] [--table NAME] [--launcher L] [--jobs N]
   figures    redraw the papers' figures: llc-bench figures [--profile quick|full] [--figure NAME]
@@ -171,7 +171,7 @@ def run_command(argv: list[str]) -> None:
 
 
 def datasets_command(argv: list[str]) -> None:
-    """`llc-bench datasets [list | info NAME | fetch NAME]`."""
+    """`llc-bench datasets [list | info NAME | fetch NAME | convert NAME]`."""
     import argparse
     import json
 
@@ -179,7 +179,8 @@ def datasets_command(argv: list[str]) -> None:
 
     parser = argparse.ArgumentParser(prog="llc-bench datasets",
                                      description="List, describe or fetch the datasets.")
-    parser.add_argument("action", nargs="?", default="list", choices=["list", "info", "fetch"])
+    parser.add_argument("action", nargs="?", default="list", choices=["list", "info", "fetch",
+                                                                  "convert"])
     parser.add_argument("name", nargs="?", help="a dataset name (see `llc-bench datasets list`)")
     parser.add_argument("--home", help="data home (default: $LLC_BENCH_DATA, ./datasets in a "
                         "checkout, else ~/.cache/llc-bench)")
@@ -204,6 +205,12 @@ def datasets_command(argv: list[str]) -> None:
         status = dataset_status(args.name, **where)
         print(json.dumps({"spec": dataset_spec(args.name), "status": status}, indent=1,
                          default=str))
+    elif args.action == "convert":  # out-of-core datasets: once, resumable (data.stream)
+        from llc_bench.data.stream import convert_dataset
+
+        for part, done in convert_dataset(args.name, download=not args.no_download,
+                                          **where).items():
+            print(f"{part}: {done['rows']} rows in {done['path']} ({done['seconds']:.1f} s)")
     else:
         files = fetch_dataset(args.name, download=not args.no_download, **where)
         for role, paths in files.items():
