@@ -40,6 +40,8 @@ commands:
   tables     regenerate the papers' tables beside their numbers (runs what is missing):
              llc-bench tables [--profile quick|full] [--table NAME] [--launcher L] [--jobs N]
   figures    redraw the papers' figures: llc-bench figures [--profile quick|full] [--figure NAME]
+  results    list, filter and export the run records: llc-bench results [--dataset NAME]
+             [--model NAME] [--where trainer.lambda_=1e-5] [--csv PATH | --parquet PATH]
 
 Run 'llc-bench <command> --help' for the options of a command; add --debug (anywhere) to
 see the traceback of an error.
@@ -131,6 +133,9 @@ def run_app(cfg: DictConfig) -> None:
 
     hc = HydraConfig.get()
     try:
+        from llc_bench import progress
+
+        progress.configure(cfg.get("progress"))
         run_experiment(cfg, output_dir=hc.runtime.output_dir)
     except Exception as err:
         if hc.mode != RunMode.MULTIRUN:
@@ -236,6 +241,10 @@ def main(argv: list[str] | None = None) -> None:
             run_command(rest)
         elif command == "datasets":
             datasets_command(rest)
+        elif command in ("results", "runs"):
+            from llc_bench.experiment.query import results_command
+
+            results_command(rest)
         elif command in ("tables", "figures"):
             from llc_bench.tables.command import figures_command, tables_command
 
@@ -243,7 +252,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
         else:
-            fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures)",
+            fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures, "
+                 "results)",
                  code=2)
     except _Stop as stop:
         _report(stop.args[0])

@@ -25,7 +25,7 @@ RECORD_VERSION = 1
 REQUIRED_KEYS = ("record_version", "config_hash", "config", "seed", "dataset", "model",
                  "metrics", "timings", "versions", "status")
 # Keys of the run config that do not change the numbers a run produces.
-NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra")
+NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra", "progress")
 
 
 def semantic_config(config: Mapping) -> dict:

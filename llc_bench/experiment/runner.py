@@ -281,9 +281,13 @@ def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
         "host": host_info(),
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
-    store.save(record)
+    path = store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)
+    from llc_bench.experiment.query import describe_run
+
+    for line in describe_run(record, path):  # data, model, phases, record; then the result
+        echo(line)
     echo(summary_line(record))
     return record
 

@@ -1,0 +1,257 @@
+"""Query the results store: records as a pandas DataFrame, filters, CSV/Parquet export.
+
+``records_frame(results_dir)`` gives one row per valid record: ``hash``, ``dataset``,
+``model``, ``seed``, the metrics, ``train_seconds`` / ``test_seconds``, ``started``, ``path``,
+and the run config flattened into dotted columns (``trainer.lambda_``, ``coding.n_anchors``,
+``dataset.max_train`` ...).  ``llc-bench results`` prints and exports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import operator
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from llc_bench.errors import ConfigError, ResultsError
+from llc_bench.experiment.results import ResultsStore
+
+SHOWN = ["hash", "dataset", "model", "seed", "test_accuracy", "test_hinge", "train_seconds"]
+OPERATORS = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq,
+             "<": operator.lt, ">": operator.gt}
+_WHERE = re.compile(r"^\s*([^<>=!\s]+)\s*(<=|>=|!=|==|=|<|>)\s*(.*?)\s*$")
+
+
+def flatten(config: Mapping, prefix: str = "") -> dict:
+    """``{"trainer": {"C": 1}}`` -> ``{"trainer.C": 1}``; lists stay values."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def record_row(record: Mapping, path: Path | None = None) -> dict:
+    """One DataFrame row of a record (the config flattened into dotted keys)."""
+    metrics, timings = record.get("metrics") or {}, record.get("timings") or {}
+    row = flatten(record.get("config") or {})
+    row.update({
+        "hash": record["config_hash"], "dataset": record["dataset"], "model": record["model"],
+        "seed": record["seed"],
+        **{k: metrics.get(k) for k in ("test_accuracy", "train_accuracy", "test_hinge",
+                                       "train_hinge")},
+        "train_seconds": timings.get("train"), "test_seconds": timings.get("test_total"),
+        "n_train": (record.get("data") or {}).get("n_train"),
+        "n_test": (record.get("data") or {}).get("n_test"),
+        "started": record.get("started"), "path": None if path is None else str(path),
+    })
+    return row
+
+
+def records_frame(results_dir="results", *, datasets: Iterable[str] = (),
+                  models: Iterable[str] = (), where: Iterable[str] = (), warn=None):
+    """The valid records of the store as a DataFrame (filtered; unreadable records are
+    skipped and reported through ``warn(message)``)."""
+    import pandas as pd
+
+    rows, bad = [], []
+    for path, record, problem in ResultsStore(results_dir).records():
+        if record is None:
+            bad.append(problem)
+        else:
+            rows.append(record_row(record, path))
+    if bad and warn is not None:
+        warn(f"{len(bad)} unreadable record(s) skipped, e.g. {bad[0]}")
+    first = ["hash", "dataset", "model", "seed", "test_accuracy", "train_accuracy",
+             "test_hinge", "train_hinge", "train_seconds", "test_seconds", "n_train", "n_test",
+             "started", "path"]
+    frame = pd.DataFrame(rows)
+    frame = frame.reindex(columns=first + sorted(set(frame.columns) - set(first)))
+    datasets, models = list(datasets), list(models)
+    if datasets:
+        frame = frame[frame["dataset"].isin(datasets)]
+    if models:
+        frame = frame[frame["model"].isin(models)]
+    for condition in where:
+        frame = frame[_mask(frame, condition)]
+    return frame.sort_values(["dataset", "model", "seed", "hash"]).reset_index(drop=True)
+
+
+def _value(text: str):
+    """A command-line value as Hydra would read it: null, true/false, a number, or text."""
+    lowered = text.lower()
+    if lowered in ("null", "none", "~"):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _matches(cell, want, op) -> bool:
+    if want is None or (isinstance(cell, float) and math.isnan(cell)) or cell is None:
+        both_null = want is None and (cell is None or (isinstance(cell, float)
+                                                       and math.isnan(cell)))
+        return both_null if op is operator.eq else (not both_null if op is operator.ne
+                                                    else False)
+    if isinstance(cell, bool) or isinstance(want, bool):
+        return op(cell, want) if op in (operator.eq, operator.ne) else False
+    if isinstance(want, int | float) and isinstance(cell, int | float):
+        if op in (operator.eq, operator.ne):
+            close = math.isclose(cell, want, rel_tol=1e-9, abs_tol=0.0)
+            return close if op is operator.eq else not close
+        return op(cell, want)
+    if isinstance(cell, list | tuple | dict):
+        cell = json.dumps(cell)
+    return op(str(cell), str(want)) if op in (operator.eq, operator.ne) else False
+
+
+def _mask(frame, condition: str):
+    """A boolean mask of ``frame`` for ``key<op>value`` (op: = != < <= > >=)."""
+    match = _WHERE.match(condition)
+    if not match:
+        raise ConfigError(f"--where {condition!r}: expected KEY=VALUE (or !=, <, <=, >, >=), "
+                          "e.g. trainer.lambda_=1e-5")
+    key, op_text, text = match.groups()
+    if key not in frame.columns:
+        near = difflib.get_close_matches(key, [str(c) for c in frame.columns], n=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise ConfigError(f"--where {condition!r}: no column {key!r} in the records{hint}")
+    op, want = OPERATORS["=" if op_text == "==" else op_text], _value(text)
+    return frame[key].map(lambda cell: _matches(cell, want, op)).astype(bool)
+
+
+def _exportable(frame):
+    """Lists and dicts as JSON text (CSV and Parquet need scalar cells)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].map(lambda v: isinstance(v, list | tuple | dict)).any():
+            out[column] = out[column].map(
+                lambda v: json.dumps(v) if isinstance(v, list | tuple | dict) else v)
+    return out
+
+
+def write_csv(frame, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _exportable(frame).to_csv(path, index=False)
+    return path
+
+
+def write_parquet(frame, path) -> Path:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ResultsError("--parquet needs pyarrow: pip install pyarrow "
+                           "(or use --csv)") from None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = _exportable(frame)
+    for column in frame.columns:  # mixed-type object columns as text
+        if frame[column].dtype == object and frame[column].map(type).nunique() > 1:
+            frame[column] = frame[column].map(lambda v: None if v is None else str(v))
+    frame.to_parquet(path, index=False)
+    return path
+
+
+def _shown(frame, extra: list[str]):
+    view = frame[[c for c in SHOWN + extra if c in frame.columns]].copy()
+    for column in ("test_accuracy", "train_accuracy"):
+        if column in view:
+            view[column] = view[column].map(lambda v: "" if v is None or v != v
+                                            else f"{100 * v:.2f}%")
+    for column in ("test_hinge", "train_hinge", "train_seconds", "test_seconds"):
+        if column in view:
+            view[column] = view[column].map(lambda v: "" if v is None or v != v
+                                            else f"{v:.4g}")
+    return view
+
+
+def results_command(argv: list[str], echo=print) -> None:
+    """`llc-bench results`: list, filter and export the run records."""
+    parser = argparse.ArgumentParser(
+        prog="llc-bench results",
+        description="List the run records of a results store as a table (filtered), or "
+        "export them with the run config flattened into dotted columns.")
+    parser.add_argument("--results-dir", default="results", help="results store (default: "
+                        "results)")
+    parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
+                        help="only this dataset (repeatable)")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME",
+                        help="only this model preset (repeatable)")
+    parser.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                        help="keep records whose column matches (=, !=, <, <=, >, >=; "
+                        "repeatable, all must hold), e.g. trainer.lambda_=1e-5")
+    parser.add_argument("--columns", default="", metavar="A,B",
+                        help="extra columns to show, e.g. trainer.lambda_,coding.n_anchors")
+    parser.add_argument("--csv", metavar="PATH", help="write every column of the selection")
+    parser.add_argument("--parquet", metavar="PATH",
+                        help="write every column as Parquet (needs pyarrow)")
+    args = parser.parse_args(argv)
+    if not ResultsStore(args.results_dir).runs.is_dir():
+        raise ConfigError(f"--results-dir {args.results_dir}: no runs/ directory there")
+    frame = records_frame(args.results_dir, datasets=args.dataset, models=args.model,
+                          where=args.where,
+                          warn=lambda m: print(f"llc-bench: warning: {m}", file=sys.stderr))
+    extra = [c.strip() for c in args.columns.split(",") if c.strip()]
+    unknown = [c for c in extra if c not in frame.columns]
+    if unknown:
+        raise ConfigError(f"--columns: no column {unknown[0]!r} in the records")
+    if args.csv:
+        echo(f"wrote {len(frame)} record(s) to {write_csv(frame, args.csv)}")
+    if args.parquet:
+        echo(f"wrote {len(frame)} record(s) to {write_parquet(frame, args.parquet)}")
+    if args.csv or args.parquet:
+        return
+    if frame.empty:
+        echo("no records match")
+        return
+    echo(_shown(frame, extra).to_string(index=False))
+    echo(f"{len(frame)} record(s) in {args.results_dir}")
+
+
+def _seconds(value) -> str:
+    return "?" if value is None else f"{value:.2f} s" if value >= 0.01 else f"{value:.3f} s"
+
+
+def describe_run(record: Mapping, path=None) -> list[str]:
+    """What a run did, in a few lines: data and split sizes, model, phases with times, and
+    (given ``path``) where its record went.  The result line itself is ``summary_line``."""
+    data, config, t = record.get("data") or {}, record.get("config") or {}, record["timings"]
+    classes = data.get("classes") or []
+    validation = data.get("validation")
+    test_name = "validation" if validation else "test"
+    lines = [f"data    {record['dataset']}: {data.get('n_train')} train / {data.get('n_test')} "
+             f"{test_name} rows, {data.get('n_features')} features, {len(classes)} classes "
+             f"(read {_seconds(t.get('load'))}, preprocess {_seconds(t.get('preprocess'))})"]
+    trainer = dict(config.get("trainer") or {})
+    coding = dict(config.get("coding") or {})
+    settings = ", ".join(f"{k}={v}" for k, v in trainer.items()
+                         if k in ("lambda_", "C", "epochs", "n_anchors", "k") and v is not None)
+    coding_text = "" if coding.get("name", "none") == "none" else (
+        f", {coding['name']} coding" + "".join(f" {k}={coding[k]}" for k in ("n_anchors", "k")
+                                               if coding.get(k) is not None))
+    lines.append(f"model   {record['model']}: trainer {trainer.get('name')}{coding_text}"
+                 + (f" ({settings})" if settings else ""))
+    fit = [(k[4:], v) for k, v in t.items()
+           if k.startswith("fit_") and k not in ("fit_total", "fit_history") and v is not None]
+    phases = ", ".join(f"{name} {_seconds(v)}" for name, v in fit if v >= 0.0005)
+    lines.append(f"phases  fit {_seconds(t.get('train_total'))}"
+                 + (f" ({phases})" if phases else "")
+                 + f"; predict {test_name} {_seconds(t.get('test_total'))}")
+    if path is not None:
+        lines.append(f"record  {path}")
+    return lines

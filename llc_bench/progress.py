@@ -1,0 +1,129 @@
+"""Progress bars (tqdm): the one place that decides whether they are shown.
+
+``progress: auto|on|off`` in the run config (``$LLC_BENCH_PROGRESS`` where no run config is
+read, e.g. ``llc-bench tables``; the jobs of a sweep inherit both).  ``auto`` shows bars only
+when stderr is a terminal and neither ``$CI`` nor SLURM (``$SLURM_JOB_ID``) is set, so logs
+stay clean.  Bars go to stderr; results and summaries stay on stdout.
+
+Code reports progress through :func:`bar` (a tqdm, disabled when bars are off) and
+:func:`stage` (a one-line spinner with elapsed time for a step of unknown length, e.g.
+k-means or the LIBLINEAR init).  Inside :func:`quiet` (the fits of a cross-validation,
+which has its own bar) no bar is shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+
+from tqdm.auto import tqdm
+
+from llc_bench.errors import ConfigError
+
+MODES = ("auto", "on", "off")
+ENV = "LLC_BENCH_PROGRESS"
+CI_VARS = ("CI", "SLURM_JOB_ID")
+
+_state = {"mode": None, "quiet": 0}
+
+
+def _check(mode, where: str) -> str:
+    mode = "on" if mode is True else "off" if mode is False else mode
+    if mode not in MODES:
+        raise ConfigError(f"{where}={mode!r}: must be one of {', '.join(MODES)}")
+    return mode
+
+
+def configure(mode) -> None:
+    """Set the mode for this process (the run config's ``progress``; None: unset)."""
+    _state["mode"] = None if mode is None else _check(mode, "progress")
+
+
+def mode() -> str:
+    """The mode in force: the configured one, else ``$LLC_BENCH_PROGRESS``, else auto."""
+    if _state["mode"] not in (None, "auto"):
+        return _state["mode"]
+    env = os.environ.get(ENV)
+    return _check(env, ENV) if env else "auto"
+
+
+def enabled(stream=None) -> bool:
+    """Whether bars are shown (on ``stream``, stderr by default)."""
+    if _state["quiet"]:
+        return False
+    current = mode()
+    if current != "auto":
+        return current == "on"
+    if any(os.environ.get(var) for var in CI_VARS):
+        return False
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+@contextlib.contextmanager
+def quiet():
+    """No bars inside the block (nested fits whose caller shows one bar for all)."""
+    _state["quiet"] += 1
+    try:
+        yield
+    finally:
+        _state["quiet"] -= 1
+
+
+def bar(total=None, desc: str | None = None, unit: str = "it", **kwargs) -> tqdm:
+    """A tqdm bar on stderr, disabled (free) when bars are off; close it (or use ``with``)."""
+    kwargs.setdefault("leave", False)
+    kwargs.setdefault("dynamic_ncols", True)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled(),
+                file=sys.stderr, **kwargs)
+
+
+@contextlib.contextmanager
+def stage(desc: str, interval: float = 0.5):
+    """A spinner line ``desc ⠋ 00:03`` for a step of unknown length (nothing when off)."""
+    if not enabled():
+        yield
+        return
+    line = tqdm(total=None, desc=desc, bar_format="{desc} {postfix} {elapsed}",
+                leave=False, file=sys.stderr, dynamic_ncols=True)
+    done = threading.Event()
+
+    def spin():
+        frames = "|/-\\"
+        i = 0
+        while not done.wait(interval):
+            i += 1
+            line.set_postfix_str(frames[i % len(frames)], refresh=True)
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        line.close()
+
+
+class EpochBar:
+    """One bar over ``epochs`` passes of ``rows`` rows (rows/s, epoch, objective);
+    ``tick(epoch, objective)`` after each epoch (a restart may go back to epoch 1)."""
+
+    def __init__(self, epochs: int, rows: int, desc: str = "SGD"):
+        self.rows = int(rows)
+        self.bar = bar(total=int(epochs) * self.rows, desc=desc, unit="row", unit_scale=True)
+
+    def tick(self, epoch: int, objective: float | None = None) -> None:
+        self.bar.update(epoch * self.rows - self.bar.n)
+        post = {"epoch": epoch}
+        if objective is not None:
+            post["objective"] = f"{objective:.5g}"
+        self.bar.set_postfix(post, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -1,0 +1,137 @@
+"""`llc-bench results` and `records_frame`: the store as a DataFrame, filters, exports;
+and what a fresh `llc-bench run` prints about itself."""
+
+import builtins
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from llc_bench.cli import main
+from llc_bench.experiment.query import records_frame
+from llc_bench.experiment.results import ResultsStore, config_hash
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _record(dataset, model, seed, acc, **trainer):
+    config = {"dataset": {"name": dataset, "max_train": None}, "model": {"name": model},
+              "trainer": {"name": "llc_sgd", **trainer}, "seed": seed, "force": False}
+    return {"record_version": 1, "status": "complete", "config_hash": config_hash(config),
+            "config": config, "seed": seed, "dataset": dataset, "model": model,
+            "data": {"n_train": 10, "n_test": 5},
+            "metrics": {"test_accuracy": acc, "test_hinge": 0.5},
+            "timings": {"train": 1.5, "test_total": 0.1}, "versions": {}}
+
+
+@pytest.fixture
+def store(tmp_path):
+    store = ResultsStore(tmp_path / "results")
+    store.check_writable()
+    records = [_record("banana", "llsvm", 0, 0.90, lambda_=1e-5, t0="calibrate"),
+               _record("banana", "llsvm", 1, 0.89, lambda_=1e-4, t0=None),
+               _record("banana", "linear", 0, 0.55, C=1.0),
+               _record("usps", "llsvm", 0, 0.95, lambda_=1e-5, t0=None)]
+    for record in records:
+        store.save(record)
+    return store, records
+
+
+def test_frame_has_dotted_config_columns_and_filters(store):
+    store, records = store
+    frame = records_frame(store.root)
+    assert len(frame) == 4
+    assert {"trainer.lambda_", "trainer.t0", "dataset.name", "model.name",
+            "test_accuracy", "train_seconds", "path"} <= set(frame.columns)
+    row = frame[frame["hash"] == records[0]["config_hash"]].iloc[0]
+    assert row["trainer.lambda_"] == 1e-5 and row["dataset.max_train"] is None
+    assert Path(row["path"]).name == f"{records[0]['config_hash']}.json"
+
+    def hashes(**kw):
+        return set(records_frame(store.root, **kw)["hash"])
+
+    h = [r["config_hash"] for r in records]
+    assert hashes(where=["trainer.lambda_=1e-5"]) == {h[0], h[3]}   # 1e-5 == 1.0e-05
+    assert hashes(datasets=["banana"], where=["trainer.lambda_=1e-5"]) == {h[0]}
+    assert hashes(models=["linear"]) == {h[2]}
+    assert hashes(datasets=["banana", "usps"], models=["llsvm"]) == {h[0], h[1], h[3]}
+    assert hashes(where=["test_accuracy>=0.9", "seed=0"]) == {h[0], h[3]}
+    assert hashes(where=["test_accuracy<0.6"]) == {h[2]}
+    # null matches an absent key too (as in the cache key, null is "as if absent")
+    assert hashes(where=["trainer.t0=null", "dataset!=usps"]) == {h[1], h[2]}
+    assert hashes(where=["trainer.t0=calibrate"]) == {h[0]}
+
+
+def test_cli_table_and_errors(store, capsys):
+    store, records = store
+    main(["results", "--results-dir", str(store.root), "--dataset", "banana",
+          "--where", "trainer.lambda_=1e-5", "--columns", "trainer.lambda_"])
+    out = capsys.readouterr().out
+    assert records[0]["config_hash"] in out and "90.00%" in out and "trainer.lambda_" in out
+    assert records[1]["config_hash"] not in out and "1 record(s)" in out
+
+    for argv, message in (
+            (["--where", "trainer.lamda=1"], "no column 'trainer.lamda'"),
+            (["--where", "trainer.lambda_"], "expected KEY=VALUE"),
+            (["--columns", "nope"], "no column 'nope'")):
+        with pytest.raises(SystemExit) as exc:
+            main(["results", "--results-dir", str(store.root), *argv])
+        err = capsys.readouterr().err.strip()
+        assert exc.value.code == 1 and err.count("\n") == 0 and message in err, err
+
+
+def test_csv_export_and_corrupt_record_warning(store, tmp_path, capsys):
+    store, records = store
+    (store.runs / "0123456789abcdef.json").write_text("{ not json")
+    main(["runs", "--results-dir", str(store.root), "--model", "llsvm",
+          "--csv", str(tmp_path / "out" / "runs.csv")])
+    captured = capsys.readouterr()
+    assert "1 unreadable record(s) skipped" in captured.err
+    assert "wrote 3 record(s)" in captured.out
+    frame = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert sorted(frame["hash"]) == sorted(r["config_hash"] for r in records
+                                           if r["model"] == "llsvm")
+    assert "trainer.lambda_" in frame.columns and frame["dataset.name"].notna().all()
+
+
+def test_parquet_needs_pyarrow(store, tmp_path, capsys, monkeypatch):
+    store, _ = store
+    real_import = builtins.__import__
+
+    def no_pyarrow(name, *args, **kwargs):
+        if name == "pyarrow":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyarrow)
+    with pytest.raises(SystemExit):
+        main(["results", "--results-dir", str(store.root), "--parquet", str(tmp_path / "r.pq")])
+    err = capsys.readouterr().err.strip()
+    assert err == "llc-bench: error: --parquet needs pyarrow: pip install pyarrow (or use --csv)"
+    assert not (tmp_path / "r.pq").exists()
+
+
+def test_parquet_export(store, tmp_path):
+    pytest.importorskip("pyarrow")
+    store, records = store
+    main(["results", "--results-dir", str(store.root), "--parquet", str(tmp_path / "r.pq")])
+    frame = pd.read_parquet(tmp_path / "r.pq")
+    assert len(frame) == len(records) and "trainer.lambda_" in frame.columns
+
+
+def test_fresh_run_prints_data_model_phases_record(tmp_path, capsys):
+    where = [f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
+             f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false"]
+    main(["run", "model=linear", "trainer.C=1.0", *where])
+    lines = capsys.readouterr().out.strip().splitlines()
+    [path] = (tmp_path / "results" / "runs").glob("*.json")
+    assert lines[-5].startswith("data    banana: 3533 train / 1767 test rows, 2 features")
+    assert lines[-4].startswith("model   linear: trainer liblinear (C=1.0)")
+    assert lines[-3].startswith("phases  fit ") and "predict test" in lines[-3]
+    assert lines[-2] == f"record  {path}"
+    assert lines[-1].startswith("banana | linear | seed 0 | test acc ")
+    record = json.loads(path.read_text())
+    assert record["config"]["progress"] == "auto"
+    main(["run", "model=linear", "trainer.C=1.0", *where])
+    assert capsys.readouterr().out.strip().endswith("(cached)")
