@@ -610,3 +610,19 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
     }
     return Dataset(spec.name, coder.task, X_tr, y_tr.astype(np.int64), X_te,
                    y_te.astype(np.int64), list(coder.classes), tr.n_features, info)
+
+
+def write_store(path: Path, X: np.ndarray, labels, source: dict | None = None,
+                block_rows: int = IDX_BLOCK_ROWS) -> RowStore:
+    """An in-memory array (uint8 kept, anything else as float32) and its labels as a store."""
+    X = np.asarray(X)
+    dtype = np.uint8 if X.dtype == np.uint8 else np.float32
+    names, codes = labels_from_values(np.asarray(labels))
+    writer = RowStoreWriter(path, X.shape[1], dtype, source or {})
+    try:
+        for lo in range(writer.rows, len(X), block_rows):
+            hi = min(len(X), lo + block_rows)
+            writer.append(X[lo:hi], names, codes[lo:hi], hi)
+        return writer.finish({"format": "array"})
+    finally:
+        writer.close()

@@ -47,7 +47,7 @@ same step in numpy.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import scipy.sparse as sp
@@ -437,6 +437,7 @@ def train_llc_sgd(
     epoch_stats: list | None = None,
     anchor_step_max: float | None = None,
     objective: Callable[[np.ndarray, np.ndarray], float] | None = None,
+    batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
@@ -456,6 +457,13 @@ def train_llc_sgd(
     written.  ``callback(epoch, W, b)`` runs at the start
     (epoch 0) and after every epoch (after ``objective``; a restart calls it from epoch 1
     again).
+
+    ``batches(rng)`` (the streaming seam, STYLE.md) yields one epoch's batches
+    ``(X_b, Y_b, code_b or None, order_b)``; the step counters, W, b and the anchors carry
+    across batches.  The default, :func:`in_memory_batches`, yields (X, Y, code,
+    ``rng.permutation(n)``): one batch, the draws of an in-memory epoch.  With a producer,
+    X, Y and code are the rows in memory (a sample when streaming) that the calibration,
+    ``bias_scale="auto"`` and the default skip see.
 
     Returns (W, b, info) with the resolved t0, bias_scale, skip, the step count, per-epoch
     seconds, and with ``objective`` the per-epoch objectives and the kept epoch.
@@ -495,6 +503,8 @@ def train_llc_sgd(
         coding_kernel_args(coding)  # a coding with an anchor gradient, fitted
         if anchors.dtype != np.float64 or not anchors.flags.c_contiguous:
             raise ConfigError("anchors must be a C-contiguous float64 array (moved in place)")
+    if batches is None:
+        batches = in_memory_batches(X, Y, code)
     rng = np.random.default_rng(random_state)
     seed_calibration, seed_order = (int(s) for s in rng.integers(2**31 - 1, size=2))
     info: dict = {}
@@ -520,18 +530,22 @@ def train_llc_sgd(
         best = (start_obj, 0, start)
         diverged = False
         for epoch in range(1, epochs + 1):
-            order = order_rng.permutation(X.shape[0])
             tic = time.perf_counter()
-            if learn_anchors:
-                t, count, ks = run_epoch_anchors(
-                    X, Y, order, anchors, W, b, t, count, coding, anchor_scale=anchor_scale,
-                    anchor_step_max=anchor_step_max, t0=t0, **kw
-                )
-                mean_k.append(float(ks.mean()) if ks.size else 0.0)
-            else:
-                t, count = run_epoch(X, Y, code, order, W, b, t, count, t0=t0, **kw)
-                mean_k.append(float(code.n_active.mean() if code.n_active is not None
-                                    else code.k))
+            ks_mean, ks_n = [], []  # per batch: mean k* and steps
+            for Xb, Yb, cb, order in batches(order_rng):
+                if learn_anchors:
+                    t, count, ks = run_epoch_anchors(
+                        Xb, Yb, order, anchors, W, b, t, count, coding,
+                        anchor_scale=anchor_scale, anchor_step_max=anchor_step_max, t0=t0, **kw
+                    )
+                    ks_mean.append(float(ks.mean()) if ks.size else 0.0)
+                else:
+                    t, count = run_epoch(Xb, Yb, cb, order, W, b, t, count, t0=t0, **kw)
+                    ks_mean.append(float(cb.n_active.mean() if cb.n_active is not None
+                                         else cb.k))
+                ks_n.append(len(order))
+            mean_k.append(ks_mean[0] if len(ks_mean) == 1 else
+                          float(np.average(ks_mean, weights=ks_n)) if sum(ks_n) else 0.0)
             seconds.append(time.perf_counter() - tic)
             if epoch_stats is not None:
                 epoch_stats.append({"mean_k": mean_k[-1]})
@@ -566,6 +580,25 @@ def train_llc_sgd(
     if code.n_active is not None or learn_anchors:
         info["mean_k_per_epoch"] = mean_k
     return W, b, info
+
+
+def in_memory_batches(X, Y, code):
+    """The in-memory producer: one batch per epoch, in the order ``rng.permutation(n)``."""
+    return lambda rng: [(X, Y, code, rng.permutation(X.shape[0]))]
+
+
+def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None):
+    """The streaming producer over a chunked source (``llc_bench.data.stream``): the
+    chunks in a seeded order (no draw for a single chunk, so one chunk replays the
+    in-memory epoch), each with ``rng.permutation`` of its rows; targets from ``y_idx``
+    and codes (``encode(X_c)``; None when the anchors are learned) per chunk."""
+    def produce(rng):
+        chunks = rng.permutation(source.n_chunks) if source.n_chunks > 1 else [0]
+        for c, Xc in source.iter_chunks(chunks):
+            lo, hi = source.bounds(c)
+            Yc = labels_matrix(y_idx[lo:hi], n_classes)
+            yield Xc, Yc, None if encode is None else encode(Xc), rng.permutation(hi - lo)
+    return produce
 
 
 def _restore(saved, W, b, anchors) -> None:

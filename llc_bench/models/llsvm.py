@@ -52,6 +52,7 @@ from ..coding.local import (
     make_coding,
     row_sq_norms,
 )
+from ..data.stream import SAMPLE_ROWS, is_source
 from ._validation import (
     COUNT,
     COUNT0,
@@ -62,7 +63,13 @@ from ._validation import (
 )
 from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
 from .linear import cross_validate_C, cv_subsample, grid_edge
-from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
+from .llc_sgd import (
+    decision_from_codes,
+    labels_matrix,
+    sgd_objective,
+    stream_batches,
+    train_llc_sgd,
+)
 
 #: Largest n·D for which CSR input is densified for ``learn_anchors`` (400 MB).
 MAX_DENSE_ENTRIES = 50_000_000
@@ -82,6 +89,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     #: Enters the result cache key: bump it whenever the same parameters give other
     #: numbers.  2 = warm-start η0 calibration, best epoch kept, divergence restarts.
     numerics_version = 2
+    #: ``fit`` accepts a chunked source (``llc_bench.data.stream.RowSource``).
+    supports_streaming = True
 
     # ---------------------------------------------------------------- helpers
     def _coding_options(self) -> dict:
@@ -161,6 +170,13 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         ``eval_set=(X_test, y_test)`` adds test accuracy to the per-epoch history
         (the test codes are computed once; nothing is tuned on them).
 
+        ``X`` may be a chunked source (``llc_bench.data.stream.RowSource``, out-of-core
+        data): then λ CV, anchors, coding, init, the η0 calibration, the objective that
+        picks the kept epoch and the history's training metrics use a seeded sample of
+        ≤ ``SAMPLE_ROWS`` rows (all rows if fewer), and the SGD epochs stream the chunks
+        in a seeded order (codes computed per chunk).  A one-chunk source whose rows fit
+        the sample gives exactly the in-memory fit.
+
         ``fit_info_``:
           timings: seconds for "anchors", "encode" (training codes), "init",
             "sgd", "history" (evaluation for the history, not part of training),
@@ -180,8 +196,16 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
           notes: human-readable remarks (init subsample, capped m or k).
         """
         validate_params(self)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        X = self._prepare_X(X)
+        source = X if is_source(X) else None
+        if source is None:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+            X = self._prepare_X(X)
+        else:
+            y = np.asarray(y)
+            if y.shape != (source.n_rows,):
+                raise ValueError(f"y has shape {y.shape}, the source has {source.n_rows} rows")
+            self.n_features_in_ = source.n_features
+            X = np.empty((0, source.n_features))  # the sample replaces it below
         learn = bool(self.learn_anchors)
         notes = []
         if learn and sp.issparse(X):
@@ -200,9 +224,17 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
                 f"({self.classes_[0]!r})"
             )
-        n, D = X.shape
         rs = check_random_state(self.random_state)
         seed_anchor, seed_coding, seed_init, seed_sgd = rs.randint(0, 2**31 - 1, size=4)
+        y_all = y_idx
+        if source is not None:  # everything but the SGD epochs sees a seeded sample
+            rows = source.sample(SAMPLE_ROWS, [int(seed_anchor), 7])
+            X, y, y_idx = source.take(rows), y[rows], y_idx[rows]
+            notes.append(f"streamed: {source.n_rows} rows in {source.n_chunks} chunks of "
+                         f"≤ {source.chunk_rows}; λ CV, anchors, coding, init, η0 calibration, "
+                         f"kept-epoch objective and training history on a seeded sample of "
+                         f"{len(rows)} rows")
+        n, D = X.shape
         use_W = bool(self.use_W)
         self._use_W_fit = use_W  # what predict uses, whatever set_params does later
         timings: dict = {}
@@ -319,6 +351,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             epoch_stats=epoch_stats,
             anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
             objective=objective,
+            batches=None if source is None else stream_batches(
+                source, y_all, n_classes, None if learn else self._encode),
         )
         timings["sgd"] = time.perf_counter() - t - hist_time[0]
         timings["history"] = hist_time[0]
@@ -362,6 +396,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
     def _scores(self, X, timings: dict | None = None) -> np.ndarray:
         """(n, n_out) decision values: one GEMM of X against [anchors; W] per chunk."""
+        if is_source(X):
+            return np.vstack([self._scores(Xc, timings) for _, Xc in X.iter_chunks()])
         V = self.anchors_
         m, D = V.shape
         n_out = self.b_.shape[0]
@@ -401,6 +437,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
     def _validate_predict_X(self, X):
         check_is_fitted(self)
+        if is_source(X):
+            return X
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         return self._prepare_X(X)
 
