@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .. import progress
 from ..errors import ConfigError
 
 #: Training rows above which MiniBatchKMeans replaces KMeans.
@@ -65,7 +66,8 @@ def fit_anchors(
         else:
             km = KMeans(n_clusters=m, random_state=random_state, n_init=1, max_iter=max_iter)
             info["algorithm"] = "KMeans"
-        km.fit(X)
+        with progress.stage(f"{info['algorithm']} ({m} anchors)"):
+            km.fit(X)
         anchors = km.cluster_centers_
         info["inertia"] = float(km.inertia_)
         info["n_iter"] = int(km.n_iter_)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from liblinear.liblinearutil import parameter, problem, train
 
+from llc_bench import progress
 from llc_bench.models._validation import POSITIVE, InvalidParameter
 
 SOLVERS = {"l2_hinge": 3, "crammer_singer": 4, "l2_squared_hinge": 2, "logistic": 0}
@@ -55,7 +56,8 @@ def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0
     seed_liblinear(seed)
     # binary as -1/+1, the labels LIBLINEAR's tools use (it then orders classes the same way)
     labels_in = np.where(y == 1, 1.0, -1.0) if n_classes == 2 else y.astype(np.float64)
-    model = train(problem(labels_in, X), parameter(options))
+    with progress.stage(f"LIBLINEAR ({X.shape[0]} rows)"):
+        model = train(problem(labels_in, X), parameter(options))
     labels = [max(int(label), 0) for label in model.get_labels()]  # -1 -> class 0
     n_w = 1 if (model.get_nr_class() == 2 and SOLVERS[solver] != 4) else model.get_nr_class()
     n_feat = model.get_nr_feature()

@@ -11,6 +11,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from llc_bench import progress
 from llc_bench.models._validation import (
     FINITE,
     FOLDS,
@@ -39,12 +40,17 @@ def cross_validate_C(X, y, C_grid, folds, seed, fit):
         splitter = StratifiedKFold(n_splits=max(2, int(counts.min())), shuffle=True,
                                    random_state=seed)
     scores = []
+    bar = progress.bar(total=len(C_grid) * splitter.get_n_splits(), desc="CV folds x grid",
+                       unit="fit")
     for C in C_grid:
         fold_acc = []
         for train, val in splitter.split(np.zeros(len(y)), y):
-            predict = fit(X[train], y[train], C)
+            with progress.quiet():  # the fits show no bars of their own
+                predict = fit(X[train], y[train], C)
             fold_acc.append(np.mean(predict(X[val]) == y[val]))
+            bar.update()
         scores.append(float(np.mean(fold_acc)))
+    bar.close()
     return scores
 
 

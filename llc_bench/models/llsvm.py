@@ -44,6 +44,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import progress
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.local import (
     CODINGS,
@@ -329,6 +330,13 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             history.append(entry)
             hist_time[0] += time.perf_counter() - t_rec
 
+        sgd_bar = progress.EpochBar(int(self.epochs), n, desc="SGD")
+
+        def on_epoch(epoch, W, b):  # the history (if kept), then the progress bar
+            if self.history:
+                record(epoch, W, b)
+            sgd_bar.tick(epoch, last.get("objective"))
+
         t = time.perf_counter()
         W, b, info["sgd"] = train_llc_sgd(
             X,
@@ -344,7 +352,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             use_W=use_W,
             random_state=int(seed_sgd),
             learn_anchors=learn,
-            callback=record if self.history else None,
+            callback=on_epoch,
             anchors=self.anchors_ if learn else None,
             coding=self.coding_ if learn else None,
             anchor_scale=float(self.anchor_scale),
@@ -354,6 +362,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             batches=None if source is None else stream_batches(
                 source, y_all, n_classes, None if learn else self._encode),
         )
+        sgd_bar.close()
         timings["sgd"] = time.perf_counter() - t - hist_time[0]
         timings["history"] = hist_time[0]
         timings["total"] = sum(timings[s] for s in ("anchors", "encode", "init", "sgd"))

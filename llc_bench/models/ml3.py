@@ -44,6 +44,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import progress
 from ._ml3_kernel import latent_scores_rows, sgd_epoch
 from ._validation import (
     COUNT,
@@ -341,6 +342,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         # (3) CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2)
         history, t_cccp, t_eval = [], 0.0, 0.0
         W = V.reshape(n_classes, m, d1)
+        bar = progress.bar(total=self.n_iter, desc="CCCP", unit="iter")
         for it in range(self.n_iter):
             t0 = time.perf_counter()
             last_avg = self.averaging and it == self.n_iter - 1
@@ -363,6 +365,9 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             t0 = time.perf_counter()
             history.append(self._history_entry(it + 1, W, Xe, y_enc, lam, p, test, n_viol))
             t_eval += time.perf_counter() - t0
+            bar.set_postfix(violations=int(n_viol), refresh=False)
+            bar.update()
+        bar.close()
 
         self.W_ = W.copy()
         self.lambda_used_ = lam
