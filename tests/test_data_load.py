@@ -354,7 +354,15 @@ def test_registry_composes_like_hydra():
     assert dataset_spec("banana_jo")["sources"][0]["id"] == "jo_split"
 
 
-def test_streaming_only_dataset_is_refused_after_it_is_found(tmp_path, toy_file):
-    spec = toy_spec({"all": {"path": str(toy_file)}}, in_memory=False)
-    with pytest.raises(DatasetError, match="streaming loader"):
-        load(spec, tmp_path)
+def test_streaming_dataset_has_the_in_memory_split_labels_and_scaling(tmp_path, toy_file):
+    from llc_bench.data.stream import RowSource
+
+    files = {"all": {"path": str(toy_file)}}
+    ref = load(toy_spec(files), tmp_path, seed=3)
+    ds = load(toy_spec(files, in_memory=False), tmp_path, seed=3)
+    assert isinstance(ds.X_train, RowSource) and (ds.n_train, ds.n_test) == (60, 30)
+    np.testing.assert_array_equal(ds.y_train, ref.y_train)
+    np.testing.assert_array_equal(ds.y_test, ref.y_test)
+    X = ds.X_train.take(np.arange(60))  # the store holds float32 values
+    np.testing.assert_allclose(X, ref.X_train, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ds.X_test, ref.X_test, rtol=1e-5, atol=1e-5)

@@ -129,7 +129,34 @@ def test_cli_converts_once(tmp_path, mirror, capsys):
     main(argv)
     out = capsys.readouterr().out
     assert "train: 50 rows" in out and "test: 10000 rows" in out
-    stores = sorted((home / "_rows").iterdir())
+    stores = sorted(p for p in (home / "_rows").iterdir() if p.is_dir())
     assert len(stores) == 2 and not any(p.name.endswith(".part") for p in stores)
     main(argv)  # a second call finds the stores
-    assert sorted((home / "_rows").iterdir()) == stores
+    assert sorted(p for p in (home / "_rows").iterdir() if p.is_dir()) == stores
+
+
+def _run(tmp_path, mirror, *overrides):
+    from conftest import compose_run
+
+    from llc_bench.experiment.runner import run_experiment
+
+    cfg = compose_run("dataset=mnist8m", "dataset.split.train_rows=null", *overrides,
+                      tmp_path=tmp_path, mirrors=[mirror])
+    return run_experiment(cfg, echo=lambda *_: None)
+
+
+def test_runner_streams_llsvm_and_refuses_kernel_svm(tmp_path, mirror):
+    src = tmp_path / "home" / "mnist8m" / "mnist8m.bz2"
+    write_mnist8m_bz2(src, 300, seed=5)
+    with pytest.raises(ConfigError, match=r"cannot stream .*dataset.max_train"):
+        _run(tmp_path, mirror, "model=kernel")
+    rec = _run(tmp_path, mirror, "model=llsvm", "coding.n_anchors=4", "coding.k=2",
+               "trainer.epochs=1", "trainer.history=false")
+    assert rec["data"]["n_train"] == 300 and rec["data"]["row_store"]["streamed"]
+    pinned = rec["config"]["dataset"]["source_sha256"]
+    assert set(pinned) == {"train"} and len(pinned["train"]) == 64  # t10k is pinned by spec
+    assert 0 <= rec["metrics"]["train_accuracy"] <= 1
+    write_mnist8m_bz2(src, 300, seed=6)  # other data under the same name: another key
+    rec2 = _run(tmp_path, mirror, "model=llsvm", "coding.n_anchors=4", "coding.k=2",
+                "trainer.epochs=1", "trainer.history=false")
+    assert rec2["config_hash"] != rec["config_hash"]

@@ -35,7 +35,7 @@ TOP_KEYS = {
     # any dataset: test labels unseen in training (llc_bench.data.load)
     "unseen_test_labels",
     # out-of-core (llc_bench.data.stream): null = auto (in_memory: false datasets stream)
-    "stream",
+    "stream", "source_sha256",
 }
 
 

@@ -423,6 +423,57 @@ def uses_row_store(spec) -> bool:
     return streams(spec) or not spec.in_memory or generator == "infimnist"
 
 
+def file_sha256(path: Path, home: Path) -> str:
+    """sha256 of a source file, remembered in ``<home>/_rows/sha256.json`` by path, size
+    and mtime (hashing a multi-GB archive once, not at every run)."""
+    from llc_bench.data.fetch import sha256_of
+
+    stat = Path(path).stat()
+    key = f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    memo_path = Path(home) / ROWS_DIR / "sha256.json"
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key not in memo:
+        memo[key] = sha256_of(Path(path))
+        try:
+            memo_path.parent.mkdir(parents=True, exist_ok=True)
+            _write_json(memo_path, memo)
+        except OSError:  # a read-only home: hash again next time
+            pass
+    return memo[key]
+
+
+def pin_identity(dataset: dict, data: dict, estimator) -> None:
+    """Runner hook, before the cache key is computed, for datasets read through a row
+    store: refuse a model that cannot stream a streamed dataset (one line, with the way
+    out), and put the sha256 of every source file the spec does not pin into
+    ``dataset.source_sha256`` (a generator's parameters are in the config already)."""
+    from llc_bench.data.fetch import data_home, mirror_dirs, resolve_source
+    from llc_bench.data.registry import resolve_spec
+
+    if not (dataset.get("in_memory") is False or dataset.get("stream") is not None
+            or (dataset.get("generator") or {}).get("name") == "infimnist"):
+        return  # the usual in-memory datasets: nothing to do
+    spec = resolve_spec(dataset)
+    if spec.kind == "synthetic" or not uses_row_store(spec):
+        return
+    if streams(spec) and not getattr(estimator, "supports_streaming", False):
+        raise ConfigError(
+            f"{type(estimator).__name__} cannot stream dataset {spec.name!r}: it needs every "
+            "training row in memory (only the llc_sgd models - LL-SVM, LCC+SVM, SAPL, "
+            "SAPL-lcc, JO, 1-anchor linear SGD - stream); set dataset.max_train=N (e.g. "
+            "100000) to train on a seeded subsample held in memory")
+    home = data_home(data.get("home"))
+    source, located = resolve_source(spec, home, mirror_dirs(data.get("mirrors") or ()),
+                                     bool(data.get("download", True)))
+    pins = {e.role: file_sha256(where.path, home) for e, where in located.items()
+            if e.sha256 is None}
+    if pins:
+        dataset["source_sha256"] = pins
+
+
 def _store_key(parts: list) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -430,7 +481,6 @@ def _store_key(parts: list) -> str:
 def part_store(spec, source, located, part: str, home: Path) -> RowStore:
     """The row store of one part of a resolved source, converted on first use."""
     from llc_bench.data.cache import cache_key
-    from llc_bench.data.fetch import sha256_of
 
     entries = [e for e in source.files if e.part == part]
     files = {e.kind: (e, located[e].path) for e in entries}
@@ -438,7 +488,7 @@ def part_store(spec, source, located, part: str, home: Path) -> RowStore:
         raise ConfigError(f"dataset {spec.name!r}: streaming reads one file per role "
                           f"({part!r} has {len(entries)})")
     n_features = spec.expected.features
-    shas = {e.role: sha256_of(p) for e, p in files.values()}
+    shas = {e.role: file_sha256(p, home) for e, p in files.values()}
     identity = {"sha256": shas, "value_scale": source.value_scale,
                 "parse": [cache_key(shas[e.role], e.format, e.options, e.kind, n_features)
                           for e, _ in files.values()]}
@@ -514,19 +564,21 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
     from llc_bench.data.dataset import UNSEEN_LABEL, Dataset
     from llc_bench.data.fetch import resolve_source
     from llc_bench.data.load import _counts, _hold_out
-    from llc_bench.data.preprocess import build_coder, subsample
+    from llc_bench.data.preprocess import build_coder, split_indices, subsample
     from llc_bench.data.reader import validate_download
 
     start = time.perf_counter()
-    if spec.split.protocol != "files":
-        raise ConfigError(f"dataset {spec.name!r}: streaming needs split protocol 'files' "
-                          f"(a train and a test file), not {spec.split.protocol!r}")
     source, located = resolve_source(spec, home, mirrors, download,
                                      lambda e, p: validate_download(spec, e, p, home))
-    if not {"train", "test"} <= set(source.parts):
-        raise ConfigError(f"dataset {spec.name!r}: streaming needs train and test files")
-    stores = stores_of(spec, source, located, home, ("train", "test"))
-    tr, te = stores["train"], stores["test"]
+    files_split = spec.split.protocol == "files"
+    wanted = ("train", "test") if files_split else ("all",)
+    if tuple(p for p in source.parts if p in wanted) != wanted or \
+            (not files_split and len(source.parts) != 1):
+        raise ConfigError(f"dataset {spec.name!r}: streaming needs a train and a test file "
+                          "(split protocol 'files') or one file split by rows or fraction; "
+                          f"the source has {', '.join(source.parts)}")
+    stores = stores_of(spec, source, located, home, wanted)
+    tr, te = (stores["train"], stores["test"]) if files_split else (stores["all"],) * 2
     loaded = time.perf_counter()
     names = sorted(set(tr.label_names) | set(te.label_names))
     index = {n: i for i, n in enumerate(names)}
@@ -534,12 +586,23 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
     def codes(store, rows):
         return np.array([index[n] for n in store.label_names] or [0])[store.y[rows]]
 
-    rows_tr = _row_range(spec.split.train_rows, tr.n_rows, "train_rows")
-    rows_te = _row_range(spec.split.test_rows, te.n_rows, "test_rows")
-    y_tr, y_te = codes(tr, rows_tr), codes(te, rows_te)
     drop = np.array([n in spec.labels.drop for n in names] + [False])
-    keep_tr, keep_te = ~drop[y_tr], ~drop[y_te]
-    rows_tr, y_tr, rows_te, y_te = rows_tr[keep_tr], y_tr[keep_tr], rows_te[keep_te], y_te[keep_te]
+
+    def kept(store):  # rows without a dropped label (dropped before the split, as in memory)
+        y = codes(store, np.arange(store.n_rows))
+        keep = ~drop[y]
+        return np.flatnonzero(keep), y[keep]
+
+    if files_split:
+        (all_tr, yall_tr), (all_te, yall_te) = kept(tr), kept(te)
+        rows_tr = _row_range(spec.split.train_rows, len(all_tr), "train_rows")
+        rows_te = _row_range(spec.split.test_rows, len(all_te), "test_rows")
+    else:  # the same seeded split as in memory
+        all_tr, yall_tr = kept(tr)
+        all_te, yall_te = all_tr, yall_tr
+        rows_tr, rows_te = split_indices(spec.split, len(all_tr), seed)
+    rows_tr, y_tr, rows_te, y_te = (all_tr[rows_tr], yall_tr[rows_tr], all_te[rows_te],
+                                    yall_te[rows_te])
     sizes_before = (len(y_tr), len(y_te))
     sub_tr = subsample(len(y_tr), spec.max_train, seed, 1)
     sub_te = subsample(len(y_te), spec.max_test, seed, 2)
@@ -591,7 +654,7 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
         "mirrors": [str(m) for m in mirrors],
         "labels": {"classes": coder.classes, "mapping": coder.value_of,
                    "dropped": sorted(coder.drop), "classes_from": "training split"},
-        "rows": {"train": tr.n_rows, "test": te.n_rows},
+        "rows": {"train": tr.n_rows, "test": te.n_rows} if files_split else {"all": tr.n_rows},
         "split": {**spec.split.describe(), "seed": seed, "stratified": False,
                   "train": sizes_before[0], "test": sizes_before[1]},
         "subsample": {"max_train": spec.max_train, "max_test": spec.max_test,

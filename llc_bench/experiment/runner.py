@@ -21,9 +21,11 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from llc_bench.errors import ConfigError, DatasetError
-from llc_bench.experiment.environment import code_revision, host_info, package_versions
+from llc_bench.experiment.environment import (code_revision, host_info, package_versions,
+                                              thread_settings)
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
+from llc_bench.experiment.runlog import run_window
 from llc_bench.experiment.selection import grid_edges
 from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
 
@@ -142,6 +144,19 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     return {"accuracy": accuracy(y, pred), "hinge": hinge}, elapsed
 
 
+def _evaluate_train(estimator, X, y, classes) -> dict:
+    """Training metrics; a streamed training split chunk by chunk (weighted means)."""
+    if not hasattr(X, "iter_chunks"):
+        return _evaluate(estimator, X, y, classes)[0]
+    parts = []
+    for c, Xc in X.iter_chunks():
+        lo, hi = X.bounds(c)
+        parts.append((hi - lo, _evaluate(estimator, Xc, y[lo:hi], classes)[0]))
+    n = sum(w for w, _ in parts)
+    return {key: None if parts[0][1][key] is None else
+            float(sum(w * p[key] for w, p in parts) / n) for key in ("accuracy", "hinge")}
+
+
 def _finite(value):
     """``value`` with every NaN or infinite float replaced by None (JSON null)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -209,6 +224,9 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
             raise ConfigError(f"{key}={value}: must be a finite number")
     add_numerics_version(config)
     _pin_custom_files(config["dataset"])
+    from llc_bench.data.stream import pin_identity  # out-of-core data: refusal, sha256
+
+    pin_identity(config["dataset"], config.get("data") or {}, estimator)
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
     if not config.get("force") and store.has(key):
@@ -217,7 +235,8 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
         if not config.get("force") and store.has(key):  # the run we waited for made it
             return _cached(store, key, output_dir, config, echo)
-        return _run(config, key, seed, estimator, store, output_dir, echo)
+        with run_window(store.root, key) as window:  # the store's start/stop log
+            return _run(config, key, seed, estimator, store, output_dir, echo, window)
 
 
 def _cached(store, key, output_dir, config, echo) -> dict:
@@ -228,7 +247,7 @@ def _cached(store, key, output_dir, config, echo) -> dict:
     return record
 
 
-def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
+def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
     from llc_bench.data import load_dataset
 
@@ -242,7 +261,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
     estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
     train_seconds = time.perf_counter() - t0
     test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
-    train, _ = _evaluate(estimator, ds.X_train, ds.y_train, ds.classes)
+    train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
 
     timings = dict(ds.info.get("timings", {}))
@@ -279,6 +298,8 @@ def _run(config, key, seed, estimator, store, output_dir, echo) -> dict:
         "versions": package_versions(),
         "code_revision": code_revision(),
         "host": host_info(),
+        "threads": thread_settings(),
+        "run_window": window.record() if window is not None else None,
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
     path = store.save(record)
