@@ -127,3 +127,25 @@ class EpochBar:
 
     def close(self) -> None:
         self.bar.close()
+
+
+@contextlib.contextmanager
+def runs_bar(total: int, desc: str, echo):
+    """A bar over the ``total`` runs of a table build; yields an ``echo`` that prints a
+    line above the bar and advances it on each run's result line (``... | seed ...``)."""
+    runs = bar(total=total, desc=desc, unit="run")
+
+    def tick_echo(line: str) -> None:
+        if runs.disable:
+            echo(line)
+            return
+        with runs.external_write_mode():
+            echo(line)
+        if " | seed " in line and runs.n < total:
+            runs.update()
+
+    tick_echo.bar = runs
+    try:
+        yield tick_echo
+    finally:
+        runs.close()

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from llc_bench import progress
 from llc_bench.errors import ResultsError
 from llc_bench.experiment.results import ResultsStore, read_record
 from llc_bench.tables.execute import LAUNCHERS, ExecReport, Executor
@@ -65,6 +66,7 @@ def tables_command(argv: list[str], echo=print) -> dict:
     from llc_bench.tables.aggregate import aggregate
     from llc_bench.tables.plan import Composer, Planner
     from llc_bench.tables.render import write_summary, write_table
+    from llc_bench.tables.report import build_report
 
     parser = argparse.ArgumentParser(
         prog="llc-bench tables",
@@ -118,7 +120,9 @@ def tables_command(argv: list[str], echo=print) -> dict:
                 continue
             report = ExecReport()
             if todo and not args.no_run:
-                report = executor.run(todo, tag=name)
+                with progress.runs_bar(len(todo), f"[{name}] runs", echo) as executor.echo:
+                    report = executor.run(todo, tag=name)  # a bar: runs done / to run, ETA
+                executor.echo = echo
                 plan.refresh(store)
             result = aggregate(plan, report.failed)
             result.executed = report.executed
@@ -139,6 +143,7 @@ def tables_command(argv: list[str], echo=print) -> dict:
     if not args.dry_run:
         summary = write_summary(out_dir, list(tables_config().get("tables") or []), profile)
         echo(f"summary: {summary}")
+        echo(f"report: {build_report(args.results_dir, out_dir, profile, bool(args.out))}")
     return stats
 
 

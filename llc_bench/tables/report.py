@@ -1,0 +1,180 @@
+"""One self-contained HTML page of a table build: ``report.html``.
+
+It holds the summary, every table with its verdict colours (✓ within green, ▲ better blue,
+▼ worse red), every figure of the figures directory embedded as a base64 PNG, and each
+table's notes, methods and runs.  It is made from the Markdown the build wrote
+(``<out>/README.md`` and ``<out>/<table>.md``), so the page and the files never disagree;
+open it in a browser, nothing else is needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from llc_bench.experiment.results import file_mode
+
+VERDICT_CLASSES = {"✓": "within", "▲": "better", "▼": "worse"}
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400px;
+       padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.8em 0; font-size: 12.5px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
+th { background: #f3f3f3; text-align: left; }
+td.within { background: #e3f5e1; } td.better { background: #e1ecfa; }
+td.worse { background: #fbe3e1; }
+.legend span { padding: 1px 6px; margin-right: 6px; }
+.wrap { overflow-x: auto; }
+figure { display: inline-block; margin: 0.5em 1em 1em 0; vertical-align: top; }
+figure img { max-width: 640px; border: 1px solid #ddd; }
+code { background: #f5f5f5; padding: 0 2px; }
+nav a { margin-right: 1em; }
+"""
+
+
+def _inline(text: str, anchors: dict[str, str]) -> str:
+    """Inline Markdown of the generated files: `code`, **bold**, [text](link)."""
+    out, pos = [], 0
+    pattern = re.compile(r"`([^`]*)`|\*\*(.+?)\*\*|\[([^\]]+)\]\(([^)\s]+)\)")
+    for match in pattern.finditer(text):
+        out.append(html.escape(text[pos:match.start()]))
+        code, bold, label, link = match.groups()
+        if code is not None:
+            out.append(f"<code>{html.escape(code)}</code>")
+        elif bold is not None:
+            out.append(f"<strong>{html.escape(bold)}</strong>")
+        else:
+            target = anchors.get(link, link)
+            out.append(f'<a href="{html.escape(target, quote=True)}">{html.escape(label)}</a>')
+        pos = match.end()
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _verdict(cell: str) -> str:
+    marks = [cls for mark, cls in VERDICT_CLASSES.items() if mark in cell]
+    return f' class="{marks[0]}"' if len(marks) == 1 else ""
+
+
+def markdown_to_html(text: str, anchors: dict[str, str] | None = None,
+                     shift: int = 0) -> str:
+    """The Markdown subset the table writers produce: headings, paragraphs (a trailing
+    double space breaks the line), '- ' lists, '> ' quotes and pipe tables."""
+    anchors = anchors or {}
+    lines, out, i = text.splitlines(), [], 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif line.startswith("#"):
+            level = min(6, len(line) - len(line.lstrip("#")) + shift)
+            out.append(f"<h{level}>{_inline(line.lstrip('#').strip(), anchors)}</h{level}>")
+            i += 1
+        elif line.lstrip().startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                block.append(lines[i])
+                i += 1
+            header, rows = _cells(block[0]), [_cells(r) for r in block[2:]]
+            head = "".join(f"<th>{_inline(c, anchors)}</th>" for c in header)
+            body = "".join("<tr>" + "".join(f"<td{_verdict(c)}>{_inline(c, anchors)}</td>"
+                                            for c in row) + "</tr>" for row in rows)
+            out.append(f'<div class="wrap"><table><thead><tr>{head}</tr></thead>'
+                       f"<tbody>{body}</tbody></table></div>")
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:], anchors)}</li>")
+                i += 1
+            out.append(f"<ul>{''.join(items)}</ul>")
+        else:
+            para, quote = [], line.startswith("> ")
+            while i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "|",
+                                                                                   "- ")):
+                part = lines[i][2:] if quote and lines[i].startswith("> ") else lines[i]
+                para.append(_inline(part.rstrip(), anchors)
+                            + ("<br>" if part.endswith("  ") else ""))
+                i += 1
+            body = "<p>" + "\n".join(para) + "</p>"
+            out.append(f"<blockquote>{body}</blockquote>" if quote else body)
+    return "\n".join(out)
+
+
+def _figures(figures_dir: Path, titles: dict[str, str]) -> list[str]:
+    out = []
+    for png in sorted(Path(figures_dir).glob("*.png")):
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        title = titles.get(png.stem, png.stem)
+        out.append(f'<figure id="fig-{html.escape(png.stem)}"><img alt="{html.escape(title)}" '
+                   f'src="data:image/png;base64,{data}"><figcaption>'
+                   f"<code>{html.escape(png.name)}</code>: {html.escape(title)}"
+                   "</figcaption></figure>")
+    return out
+
+
+def write_report(tables_dir, figures_dir, path, order: list[str] | None = None,
+                 figure_titles: dict[str, str] | None = None) -> Path:
+    """Write the page for the tables in ``tables_dir`` and the PNGs in ``figures_dir``."""
+    tables_dir, path = Path(tables_dir), Path(path)
+    names = [p.stem for p in sorted(tables_dir.glob("*.md")) if p.name != "README.md"]
+    rank = {name: i for i, name in enumerate(order or [])}
+    names.sort(key=lambda n: (rank.get(n, len(rank)), n))
+    anchors = {f"{n}.md": f"#{n}" for n in names}
+    summary = tables_dir / "README.md"
+    parts = [markdown_to_html(summary.read_text(), anchors, shift=1)] if summary.is_file() \
+        else []
+    parts.append('<p class="legend">Verdicts: <span class="within">✓ within</span>'
+                 '<span class="better">▲ better</span><span class="worse">▼ worse</span></p>')
+    figures = _figures(figures_dir, figure_titles or {}) if Path(figures_dir).is_dir() else []
+    if figures:
+        parts.append('<h2 id="figures">Figures</h2>' + "".join(figures))
+    for name in names:
+        body = markdown_to_html((tables_dir / f"{name}.md").read_text(), anchors, shift=1)
+        parts.append(f'<section id="{html.escape(name)}">{body}</section>')
+    nav = " ".join(f'<a href="#{html.escape(n)}">{html.escape(n)}</a>' for n in names)
+    if figures:
+        nav += ' <a href="#figures">figures</a>'
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>llc-bench: paper tables and figures</title>"
+            f"<style>{STYLE}</style></head><body>"
+            "<h1>llc-bench: paper tables and figures</h1>"
+            f"<p>Generated by <code>llc-bench tables</code> on {stamp} from "
+            f"<code>{html.escape(str(tables_dir))}</code> and "
+            f"<code>{html.escape(str(figures_dir))}</code>.</p>"
+            f"<nav>{nav}</nav>"
+            + "\n".join(parts) + "</body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+            os.fchmod(handle.fileno(), file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def build_report(results_dir, out_dir, profile, custom_out: bool = False) -> Path:
+    """``<results_dir>/report.html`` for a full build into its usual place, else
+    ``<out_dir>/report.html`` (a quick build never replaces the full report)."""
+    from llc_bench.tables.figures import list_figures
+    from llc_bench.tables.spec import tables_config
+
+    results_dir, out_dir = Path(results_dir), Path(out_dir)
+    path = (results_dir / "report.html" if profile.name == "full" and not custom_out
+            else out_dir / "report.html")
+    titles = {name: str(spec.get("title", "")) for name, spec in list_figures().items()}
+    return write_report(out_dir, results_dir / profile.figures_out, path,
+                        order=list(tables_config().get("tables") or []), figure_titles=titles)

@@ -1,0 +1,136 @@
+"""results/report.html: every table (verdict colours), every figure (base64 PNG), the notes;
+and the run bar of `llc-bench tables`."""
+
+import base64
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from llc_bench import progress
+from llc_bench.tables.report import build_report, write_report
+from llc_bench.tables.spec import Profile
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
+                       "hKmMIQAAAABJRU5ErkJggg==")
+
+
+class Page(HTMLParser):
+    """Tables (with their cells' classes), images, links and text of a page."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.tables, self.images, self.links, self.text, self.ids = 0, [], [], [], set()
+        self.cells: list[tuple[str | None, str]] = []
+        self._cell = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.ids.add(attrs.get("id"))
+        if tag == "table":
+            self.tables += 1
+        elif tag == "img":
+            self.images.append(attrs["src"])
+        elif tag == "a":
+            self.links.append(attrs["href"])
+        elif tag == "td":
+            self._cell = [attrs.get("class"), ""]
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None:
+            self.cells.append(tuple(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell[1] += data
+
+
+def _pipe_tables(markdown: str) -> int:
+    lines = markdown.splitlines()
+    return sum(1 for i, line in enumerate(lines) if line.lstrip().startswith("|")
+               and (i == 0 or not lines[i - 1].lstrip().startswith("|")))
+
+
+def test_tables_figures_notes_and_verdict_colours(tmp_path):
+    tables, figures = tmp_path / "tables", tmp_path / "figures"
+    tables.mkdir()
+    figures.mkdir()
+    (tables / "README.md").write_text(
+        "# Paper tables\n\n| table | compared |\n|:--|--:|\n| [T one](t1.md) | 3 |\n"
+        "| [T two](t2.md) | 0 |\n\nAll tables: 3 cells compared.\n")
+    (tables / "t1.md").write_text(
+        "# T one: accuracy (%)\n\nSource: a paper.  \nProfile: `full`.\n\n"
+        "| dataset | A | B |\n|:--|:--|:--|\n"
+        "| banana | 55.29 / 54.95 (−0.34 ✓) | 89.71 / 90.10 (+0.39 ▲) |\n"
+        "| usps | 91.87 / 91.13 (−0.74 ▼) | 93.67 / — [a] |\n\n"
+        "## Notes\n\n- [a] dataset usps not available offline (`llc-bench datasets fetch usps`)\n")
+    (tables / "t2.md").write_text("# T two <b>\n\n| x |\n|:--|\n| 1 < 2 |\n")
+    (tables / "t1.csv").write_text("ignored\n")
+    for name in ("sapl_fig1", "sapl_fig2"):
+        (figures / f"{name}.png").write_bytes(PNG + name.encode())
+    (figures / "sapl_fig1.pdf").write_bytes(b"%PDF")
+    path = write_report(tables, figures, tmp_path / "out" / "report.html",
+                        order=["t2", "t1"], figure_titles={"sapl_fig1": "Fig. 1: boundaries"})
+    page = Page(path.read_text())
+    assert page.tables == 3
+    assert sorted(base64.b64decode(src.split(",", 1)[1]) for src in page.images) == \
+        [PNG + b"sapl_fig1", PNG + b"sapl_fig2"]
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    classes = {text.strip(): cls for cls, text in page.cells}
+    assert classes["55.29 / 54.95 (−0.34 ✓)"] == "within"
+    assert classes["89.71 / 90.10 (+0.39 ▲)"] == "better"
+    assert classes["91.87 / 91.13 (−0.74 ▼)"] == "worse"
+    assert classes["93.67 / — [a]"] is None and classes["1 < 2"] is None
+    text = "".join(page.text)
+    assert "dataset usps not available offline" in text and "Fig. 1: boundaries" in text
+    assert "T two <b>" in text                        # escaped, not markup
+    assert {"#t1", "#t2", "#figures"} <= set(page.links) and {"t1", "t2"} <= page.ids
+    assert text.index("T two <b>") < text.index("T one: accuracy")  # the given order
+
+
+def test_the_committed_tables_and_figures_all_appear(tmp_path):
+    tables, figures = RESULTS / "tables", RESULTS / "figures"
+    if not any(tables.glob("*.md")):
+        pytest.skip("no committed tables")
+    path = write_report(tables, figures, tmp_path / "report.html")
+    page = Page(path.read_text())
+    expected = sum(_pipe_tables(p.read_text()) for p in tables.glob("*.md"))
+    assert page.tables == expected
+    assert len(page.images) == len(list(figures.glob("*.png")))
+    assert {p.stem for p in tables.glob("*.md") if p.name != "README.md"} <= page.ids
+    assert {cls for cls, _ in page.cells} >= {"within", "better", "worse"}
+
+
+def test_report_place_by_profile(tmp_path, monkeypatch):
+    monkeypatch.setattr("llc_bench.tables.report.write_report",
+                        lambda tables, figures, path, **kw: (Path(tables), Path(figures), path))
+    full, quick = Profile("full", "", 10), Profile("quick", "", 1, out="tables-quick",
+                                                   figures_out="figures-quick")
+    res = tmp_path / "res"
+    assert build_report(res, res / "tables", full) == (res / "tables", res / "figures",
+                                                       res / "report.html")
+    assert build_report(res, res / "tables-quick", quick)[2] == res / "tables-quick" / "report.html"
+    assert build_report(res, tmp_path / "x", full, custom_out=True)[2] == tmp_path / "x" / \
+        "report.html"
+
+
+def test_tables_run_bar_counts_result_lines(capsys, monkeypatch):
+    for var in (progress.ENV, *progress.CI_VARS):
+        monkeypatch.delenv(var, raising=False)
+    lines = ["  launch 2 run(s): llc-bench run -m ...", "    banana | llsvm | seed 0 | test acc",
+             "    banana | linear | seed 0 | test acc"]
+    for mode in ("off", "on"):
+        progress.configure(mode)
+        seen = []
+        with progress.runs_bar(2, "[t] runs", seen.append) as echo:
+            for line in lines:
+                echo(line)
+            assert echo.bar.n == (2 if mode == "on" else 0)
+        assert seen == lines
+        err = capsys.readouterr().err
+        assert ("0/2" in err and "[t] runs" in err) if mode == "on" else err == ""
+    progress.configure(None)
