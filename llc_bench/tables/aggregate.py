@@ -3,6 +3,9 @@
 Only the planned runs' records are read (by their config hashes), so records of another
 profile or of unrelated runs in the same store never mix in. A corrupt or partial record
 is reported and skipped: the cell then says how many of its planned runs it averages.
+A timing cell also says which of its runs were not timed cleanly (another run of the
+store's start/stop log overlapped it, more than one thread, or a record from before the
+log existed).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 
 from llc_bench.errors import ResultsError
 from llc_bench.experiment.results import ResultsStore
+from llc_bench.experiment.runlog import overlapping, read_log
 from llc_bench.experiment.selection import grid_edges
 from llc_bench.tables.plan import DATASET_OFFLINE, CellPlan, TablePlan
 from llc_bench.tables.reference import PaperValue, table_values
@@ -35,6 +39,9 @@ class CellResult:
     hashes: list = field(default_factory=list)
     substitutes: int = 0                           # rank rows: datasets that used paper values
     edges: dict = field(default_factory=dict)      # CV parameter -> runs that chose a grid edge
+    n_paper: int = 1                               # the paper's runs behind its mean
+    parts: tuple | None = None                     # ratio cells: (mean numerator, denominator)
+    unclean: dict = field(default_factory=dict)    # timing cells: why -> runs not timed cleanly
 
     @property
     def mean(self) -> float | None:
@@ -59,10 +66,22 @@ class CellResult:
         return self.mean - self.paper_value
 
     @property
-    def verdict(self) -> str | None:
+    def allowed(self) -> float | None:
+        """The largest |ours - paper| counted as within (None for factor metrics)."""
+        metric = METRICS[self.metric]
+        if metric.factor is not None or self.paper is None:
+            return None
+        return metric.allowed(self.paper.std, self.std, self.n_paper, self.n)
+
+    def verdict_by(self, rule: str = "new") -> str | None:
         if self.mean is None or self.paper_value is None:
             return None
-        return METRICS[self.metric].verdict(self.mean, self.paper_value, self.paper.std)
+        return METRICS[self.metric].verdict(self.mean, self.paper_value, self.paper.std,
+                                            self.std, self.n_paper, self.n, rule=rule)
+
+    @property
+    def verdict(self) -> str | None:
+        return self.verdict_by("new")
 
 
 @dataclass
@@ -82,15 +101,20 @@ class TableResult:
     def spec(self):
         return self.plan.spec
 
-    def counts(self) -> dict:
+    def counts(self, rule: str = "new") -> dict:
+        """Cells by verdict under ``rule`` (``new`` or ``old``, see ``Metric``)."""
         c = {"cells": 0, "compared": 0, "within": 0, "better": 0, "worse": 0,
-             "paper_only": 0, "ours_only": 0, "neither": 0}
+             "paper_only": 0, "ours_only": 0, "neither": 0, "worse_scores": 0}
         for cell in self.cells.values():
             c["cells"] += 1
             has_paper, has_ours = cell.paper_value is not None, cell.mean is not None
             if has_paper and has_ours:
                 c["compared"] += 1
-                c[cell.verdict] += 1
+                verdict = cell.verdict_by(rule)
+                c[verdict] += 1
+                if verdict == "worse" and METRICS[cell.metric].factor is None \
+                        and METRICS[cell.metric].kind != "rank":
+                    c["worse_scores"] += 1     # accuracy / error / hinge cells
             elif has_paper:
                 c["paper_only"] += 1
             elif has_ours:
@@ -131,6 +155,8 @@ def aggregate(plan: TablePlan, failed: dict | None = None) -> TableResult:
     store = ResultsStore(plan.results_dir)
     paper = table_values(spec.paper, spec.table)
     records: dict[tuple[str, str], dict[int, dict]] = {}
+    log = read_log(plan.results_dir) if any(
+        METRICS[m].factor is not None for m in spec.metrics) else []
     problems: list[str] = []
     compute = 0.0
     seen: set[str] = set()
@@ -155,7 +181,8 @@ def aggregate(plan: TablePlan, failed: dict | None = None) -> TableResult:
             metric = METRICS[name]
             result = CellResult(dataset, method, name, paper.get((dataset, method, name)),
                                 n_planned=len(cell.runs), status=cell.status,
-                                notes=cell.notes, hashes=[r.hash for r in cell.runs])
+                                notes=cell.notes, hashes=[r.hash for r in cell.runs],
+                                n_paper=spec.settings(dataset, method).paper_runs)
             result.problems = [p for p in problems if p.startswith(f"{dataset} / {method} ")]
             for seed in sorted(by_seed):
                 for param in grid_edges(by_seed[seed].get("fit_info")):
@@ -164,6 +191,15 @@ def aggregate(plan: TablePlan, failed: dict | None = None) -> TableResult:
                 if value is not None and not math.isnan(value):
                     result.values.append(value)
                     result.seeds.append(seed)
+            if metric.kind == "ratio" and result.values:
+                result.parts = _ratio_parts(metric, spec, records, dataset, by_seed,
+                                            result.seeds)
+            if metric.factor is not None and result.values:
+                used = [by_seed[s] for s in result.seeds]
+                if metric.kind == "ratio":
+                    ref = records.get((dataset, spec.ratio_reference), {})
+                    used += [ref[s] for s in result.seeds if s in ref]
+                result.unclean = unclean_timings(used, log)
             if not result.values:
                 missing = sum(1 for r in cell.runs if r.seed not in by_seed)
                 if by_seed and metric.kind == "ratio":
@@ -199,6 +235,44 @@ def _value(metric: Metric, record: dict, spec, records, dataset, seed) -> float 
             return None
         return num / den
     return None
+
+
+def _ratio_parts(metric, spec, records, dataset, by_seed, seeds) -> tuple | None:
+    """Mean numerator and denominator (e.g. test seconds of the method and of the
+    reference) over the seeds a ratio cell used."""
+    base = METRICS[metric.of]
+    ref = records.get((dataset, spec.ratio_reference), {})
+    nums = [base.read(by_seed[s]) for s in seeds]
+    dens = [base.read(ref[s]) for s in seeds if s in ref]
+    if None in nums or None in dens or not nums or len(dens) != len(nums):
+        return None
+    return statistics.fmean(nums), statistics.fmean(dens)
+
+
+def timing_problem(record: dict, log: list[dict]) -> str | None:
+    """Why the timings of ``record`` are not clean (None: one thread, nothing overlapped)."""
+    window = record.get("run_window")
+    if not window:
+        return "recorded before the start/stop log (overlap unknown)"
+    if overlapping(window, log):
+        return "overlapped another run"
+    if not (record.get("threads") or {}).get("single"):
+        return "ran with more than one thread"
+    return None
+
+
+def unclean_timings(records: list[dict], log: list[dict]) -> dict:
+    """{why: number of distinct runs} over ``records`` whose timings are not clean."""
+    out: dict[str, int] = {}
+    seen = set()
+    for record in records:
+        if record["config_hash"] in seen:
+            continue
+        seen.add(record["config_hash"])
+        why = timing_problem(record, log)
+        if why:
+            out[why] = out.get(why, 0) + 1
+    return out
 
 
 def _ranks(values: dict[str, float]) -> dict[str, float]:

@@ -1,10 +1,11 @@
 """Write one table as Markdown, CSV and LaTeX, and the summary ``README.md``.
 
-Every cell shows the paper's value, ours (mean ± std over seeds) and the difference
-ours - paper, with a verdict mark: ✓ within the paper's std (or the metric's tolerance
-where no std is given), ▲ better, ▼ worse. A cell without a number of ours carries a
-footnote key whose note says why (dataset offline, not described by the paper, not yet
-implemented, copied from another paper, run failed, ...).
+Every cell shows the paper's value, ours (mean ± std over our n seeds) and the difference
+ours - paper, with a verdict mark: ✓ within 2·√(ps²/n_paper + os²/n_ours) (the metric's
+tolerance where neither std is known; see ``spec.Metric``), ▲ better, ▼ worse. A cell
+without a number of ours carries a footnote key whose note says why (dataset offline,
+not described by the paper, not yet implemented, copied from another paper, run failed,
+...); a timing cell whose runs were not timed cleanly carries † and a note.
 """
 
 from __future__ import annotations
@@ -21,11 +22,17 @@ from llc_bench.tables.spec import METRICS, RUN
 
 MARKS = {"within": "✓", "better": "▲", "worse": "▼"}
 TEX_MARKS = {"within": r"$^{\circ}$", "better": r"$^{+}$", "worse": r"$^{-}$"}
-LEGEND = ("Each cell: paper / ours (ours − paper). Ours = mean ± std over the seeds run "
-          "(n/N when fewer than planned). ✓ within the paper's std (where none is given: "
-          "0.5 points for accuracy/error/rank, 0.005 for hinge losses; timings and time "
-          "ratios: within a factor of 2, as the hardware differs), ▲ better, ▼ worse. "
+LEGEND = ("Each cell: paper / ours (ours − paper). Ours = mean ± std over our n seeds "
+          "(n=k/N when fewer than planned). ✓ within: |ours − paper| ≤ 2·√(ps²/n_paper + "
+          "os²/n_ours), twice the standard error of the difference of the two means (ps, os "
+          "= the paper's and our std over runs, a missing std counting 0; n_paper = the "
+          "paper's runs per cell, given under the title); where that bound is 0 (neither std "
+          "known, or both 0) a fixed tolerance: 0.5 points for accuracy/error/rank, 0.005 "
+          "for hinge losses. Timings and time ratios: within a factor of 2, as the hardware "
+          "differs; † = a timing from runs that overlapped another run, used more than one "
+          "thread, or predate the start/stop log (see the note). ▲ better, ▼ worse. "
           "— = not reported; [a] = see the notes.")
+TIMING_MARK = "†"
 
 
 def fmt(value: float | None, metric: str, signed: bool = False) -> str:
@@ -59,9 +66,26 @@ def ours_text(cell: CellResult) -> str:
     text = fmt(cell.mean, cell.metric)
     if cell.std is not None:
         text += " ± " + fmt(cell.std, cell.metric)
-    if cell.n_planned and cell.n < cell.n_planned and not cell.dataset.startswith("average"):
+    if cell.dataset.startswith("average"):
+        return text
+    if cell.n_planned and cell.n < cell.n_planned:
         text += f" (n={cell.n}/{cell.n_planned})"
+    else:
+        text += f" (n={cell.n})"
+    if cell.parts is not None:
+        num, den = cell.parts
+        text += f" [{_seconds(num)} / {_seconds(den)}]"
     return text
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.3g} ms" if value < 1 else f"{value:.3g} s"
+
+
+def unclean_text(cell: CellResult) -> str:
+    return "timing not clean: " + ", ".join(
+        f"{n} of {cell.n} run(s) {why}" if cell.metric != "test_time_ratio" else f"{n} {why}"
+        for why, n in sorted(cell.unclean.items()))
 
 
 class Footnotes:
@@ -97,6 +121,8 @@ def _cell_parts(cell: CellResult, notes: Footnotes) -> tuple[str, str, str, str 
             f"{param} in {n} of {cell.n} runs" for param, n in sorted(cell.edges.items())))
     if extra:
         ours += f" [{notes.key('; '.join(extra))}]"
+    if cell.unclean and cell.mean is not None:
+        ours += f" {TIMING_MARK} [{notes.key(unclean_text(cell))}]"
     diff = fmt(cell.diff, cell.metric, signed=True) if cell.diff is not None else ""
     return paper, ours, diff, cell.verdict
 
@@ -168,6 +194,13 @@ def _settings_table(result: TableResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _paper_runs(result: TableResult) -> str:
+    counts = sorted({c.n_paper for c in result.cells.values()
+                     if c.paper_value is not None and not c.dataset.startswith("average")})
+    return " / ".join(map(str, counts)) if counts else str(result.spec.paper_runs
+                                                           or result.spec.seeds)
+
+
 def render_markdown(result: TableResult) -> str:
     spec, plan = result.spec, result.plan
     notes = Footnotes()
@@ -178,6 +211,7 @@ def render_markdown(result: TableResult) -> str:
     out += ([f"Source: {spec.source}.  "] if spec.source else []) + [
             f"Profile: `{plan.profile.name}`; "
             f"seeds per cell: up to {max((c.seeds for c in plan.cells.values()), default=0)}. "
+            f"Paper runs per cell (n_paper): {_paper_runs(result)}. "
             "Generated by `llc-bench tables`.", "", LEGEND, ""]
     for metric in spec.metrics:
         out += [f"## {METRICS[metric].label}", ""]
@@ -194,10 +228,12 @@ def render_markdown(result: TableResult) -> str:
         out += ["## Runs", "", "Every run is `llc-bench run dataset=... model=... seed=S "
                 "<overrides>`; its record is `runs/<config hash>.json` in the results store.",
                 "", settings.to_markdown(index=False), ""]
-    c = result.counts()
+    c, old = result.counts(), result.counts("old")
     out += ["## Summary", "",
             f"{c['compared']} cells compared: {c['within']} within, {c['better']} better, "
-            f"{c['worse']} worse; {c['paper_only']} paper-only, {c['ours_only']} ours-only. "
+            f"{c['worse']} worse (by the paper's std alone, the rule before this release: "
+            f"{old['within']} / {old['better']} / {old['worse']}); "
+            f"{c['paper_only']} paper-only, {c['ours_only']} ours-only. "
             f"This build: {result.wall_seconds:.1f} s wall ({result.executed} runs executed, "
             f"{len(result.failed)} failed). The builds that ran the {result.built_runs} "
             f"runs took {result.build_seconds:.1f} s wall; compute in the records "
@@ -220,7 +256,12 @@ def render_csv(result: TableResult) -> pd.DataFrame:
             "model": plan.model if plan else "",
             "paper_value": p.value if p else None, "paper_std": p.std if p else None,
             "ours_mean": cell.mean, "ours_std": cell.std, "n_runs": cell.n,
-            "n_planned": cell.n_planned, "diff": cell.diff, "verdict": cell.verdict or "",
+            "n_planned": cell.n_planned, "n_paper": cell.n_paper, "diff": cell.diff,
+            "allowed": cell.allowed if cell.verdict else None,
+            "verdict": cell.verdict or "", "verdict_old_rule": cell.verdict_by("old") or "",
+            "ratio_numerator": cell.parts[0] if cell.parts else None,
+            "ratio_denominator": cell.parts[1] if cell.parts else None,
+            "timing_not_clean": unclean_text(cell) if cell.unclean else "",
             "status": cell.status, "reason": "" if cell.mean is not None else cell.reason,
             "problems": "; ".join(cell.problems), "seeds": " ".join(map(str, cell.seeds)),
             "config_hashes": " ".join(cell.hashes), "profile": result.plan.profile.name,
@@ -232,7 +273,8 @@ def tex_escape(text: str) -> str:
     table = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
              "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
              "^": r"\textasciicircum{}", "±": r"$\pm$", "−": r"$-$", "—": "--", "✓": "",
-             "×": r"$\times$", "γ": r"$\gamma$", "ö": r"\"o", "ý": r"\'y", "ı": r"{\i}"}
+             "×": r"$\times$", "γ": r"$\gamma$", "ö": r"\"o", "ý": r"\'y", "ı": r"{\i}",
+             "†": r"\dag{}"}
     return "".join(table.get(ch, ch) for ch in str(text))
 
 
@@ -244,8 +286,10 @@ def render_latex(result: TableResult) -> str:
     for metric in spec.metrics:
         frame = matrix(result, metric, notes, tex=True)
         caption = (f"{tex_escape(spec.title)}: {tex_escape(METRICS[metric].label)}. Each cell: "
-                   "paper / ours (ours $-$ paper); $^{\\circ}$ within the paper's std, "
-                   "$^{+}$ better, $^{-}$ worse.")
+                   "paper / ours (ours $-$ paper), ours over $n$ seeds; $^{\\circ}$ within "
+                   "$2\\sqrt{p_s^2/n_{paper} + o_s^2/n_{ours}}$ (a fixed tolerance where "
+                   "neither std is known; timings within a factor of 2), "
+                   "$^{+}$ better, $^{-}$ worse; \\dag{} timing not clean (see the notes).")
         if result.plan.profile.name != "full":
             caption += f" {tex_escape(result.plan.profile.name)} profile, not a reproduction."
         latex = frame.to_latex(escape=False, caption=caption,
@@ -261,6 +305,7 @@ def render_latex(result: TableResult) -> str:
 
 def summary_record(result: TableResult) -> dict:
     counts = result.counts()
+    old = result.counts("old")
     reasons: dict[str, int] = {}
     for cell in result.cells.values():
         if cell.mean is None and cell.paper_value is not None:
@@ -269,6 +314,8 @@ def summary_record(result: TableResult) -> dict:
             reasons[kind] = reasons.get(kind, 0) + 1
     return {"table": result.spec.name, "title": result.spec.title,
             "profile": result.plan.profile.name, **counts, "unreachable": reasons,
+            "old_rule": {k: old[k] for k in ("within", "better", "worse", "worse_scores")},
+            "timing_cells_not_clean": sum(1 for c in result.cells.values() if c.unclean),
             "wall_seconds": round(result.wall_seconds, 2), "executed": result.executed,
             "build_seconds": round(result.build_seconds, 2), "built_runs": result.built_runs,
             "failed": len(result.failed), "compute_seconds": round(result.compute_seconds, 2),
@@ -309,6 +356,18 @@ def _carry_build_time(result: TableResult, previous_summary: Path) -> None:
         result.built_runs += result.executed
 
 
+def _old_counts(record: dict) -> str:
+    old = record.get("old_rule")
+    return "—" if not old else f"{old['within']} / {old['better']} / {old['worse']}"
+
+
+def _worse_scores(records: list[dict], key: str) -> str:
+    if not all(key in r for r in records):
+        return ""
+    return (f" ({sum(r[key] for r in records)} of the worse are accuracy, error or hinge "
+            "cells)")
+
+
 def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
     """``README.md`` over every table built into ``out_dir`` (from their summary files)."""
     out = Path(out_dir)
@@ -325,29 +384,43 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
         lines += [f"> **{profile.name} profile — not a reproduction**: {profile.description}",
                   ""]
     lines += ["Generated by `llc-bench tables` (`make tables`). Per table: the cells where both "
-              "the paper and we have a number, how many of ours are within the paper's std "
-              "(0.5 points where none is given; timings within a factor of 2), better or "
-              "worse; the paper's cells we cannot fill and why; the wall time of the builds "
-              "that ran the table's runs (a build from the store costs nothing) and the "
-              "compute time recorded by the runs.", ""]
+              "the paper and we have a number, how many of ours are within "
+              "2·√(ps²/n_paper + os²/n_ours) of the paper's (ps, os: the paper's and our std "
+              "over runs; a fixed tolerance, 0.5 points or 0.005 hinge, where neither std is "
+              "known; timings within a factor of 2), better or worse; the same counts by the "
+              "old rule (within the paper's std alone; shown for this release so the change is "
+              "visible); the paper's cells we cannot fill and why; timing cells whose runs were "
+              "not timed cleanly (overlapped, multi-threaded or unchecked); the wall time of "
+              "the builds that ran the table's runs (a build from the store costs nothing) and "
+              "the compute time recorded by the runs.", ""]
     rows = []
     for r in records:
         why = ", ".join(f"{v} {k}" for k, v in sorted(r.get("unreachable", {}).items()))
         rows.append({"table": f"[{r['title']}]({r['table']}.md)", "compared": r["compared"],
                      "within": r["within"], "better": r["better"], "worse": r["worse"],
+                     "old rule: within / better / worse": _old_counts(r),
                      "paper only (why)": f"{r['paper_only']}" + (f" ({why})" if why else ""),
                      "ours only": r["ours_only"],
                      "build wall time (s)": r.get("build_seconds", r["wall_seconds"]),
                      "runs built / planned": f"{r.get('built_runs', r['executed'])} / "
                                              f"{r['runs_planned']}",
                      "run compute (s)": r["compute_seconds"],
+                     "timing cells not clean": r.get("timing_cells_not_clean", "—"),
                      "failed / skipped records": f"{r['failed']} / {r['skipped_records']}"})
     if rows:
         lines += [pd.DataFrame(rows).to_markdown(index=False), ""]
         total = {k: sum(r[k] for r in records) for k in ("compared", "within", "better",
                                                          "worse")}
         lines += [f"All tables: {total['compared']} cells compared, {total['within']} within, "
-                  f"{total['better']} better, {total['worse']} worse.", ""]
+                  f"{total['better']} better, {total['worse']} worse"
+                  + _worse_scores(records, "worse_scores") + "."]
+        if all("old_rule" in r for r in records):
+            old = {k: sum(r["old_rule"][k] for r in records)
+                   for k in ("within", "better", "worse")}
+            lines += [f"By the old rule (the paper's std alone): {old['within']} within, "
+                      f"{old['better']} better, {old['worse']} worse"
+                      + _worse_scores([r["old_rule"] for r in records], "worse_scores") + "."]
+        lines += [""]
     path = out / "README.md"
     path.write_text("\n".join(lines))
     return path

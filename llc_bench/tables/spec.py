@@ -8,6 +8,7 @@ per-cell settings where the paper's differ from the preset. The schema is docume
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -46,6 +47,11 @@ def _error(r):
     return None if a is None else 100.0 * (1.0 - a)
 
 
+#: Verdict rules: "new" (both sides' spread over seeds) and "old" (the paper's std only),
+#: kept side by side in the summary for one release.
+RULES = ("new", "old")
+
+
 @dataclass(frozen=True)
 class Metric:
     """A table metric: how to read it from a run record and how to compare it.
@@ -53,9 +59,13 @@ class Metric:
     ``kind`` is ``record`` (one number per run), ``ratio`` (per seed, this run's
     ``of`` metric divided by the reference method's, e.g. test time relative to the
     linear SVM) or ``rank`` (average rank over the table's datasets, a derived row).
-    Paper and ours are "within" when |ours - paper| <= the paper's std, or
-    ``tolerance`` where no std is given; with ``factor`` the comparison is a ratio
-    (timings on other hardware): within when ours / paper is in [1/factor, factor].
+
+    Paper and ours are "within" when |ours - paper| <= 2 sqrt(ps²/n_paper + os²/n_ours),
+    twice the standard error of the difference of the two means (ps, os: the paper's and
+    our std over runs; a missing std adds nothing); where that is 0 (neither std known,
+    or both 0) the metric's fixed ``tolerance`` stands in. The old rule (``rule="old"``)
+    was |diff| <= the paper's std, else ``tolerance``. With ``factor`` the comparison is
+    a ratio (timings on other hardware): within when ours / paper is in [1/factor, factor].
     """
 
     name: str
@@ -68,17 +78,35 @@ class Metric:
     read: Callable[[Mapping], float | None] | None = None
     of: str | None = None
 
-    def within(self, ours: float, paper: float, std: float | None) -> bool:
+    def allowed(self, paper_std: float | None, ours_std: float | None = None,
+                n_paper: int = 1, n_ours: int = 1, rule: str = "new") -> float:
+        """The largest |ours - paper| still "within" (not for ``factor`` metrics)."""
+        if rule == "old":
+            return paper_std if paper_std else (self.tolerance or 0.0)
+        if rule != "new":
+            raise ValueError(f"unknown rule {rule!r} (choose from {RULES})")
+        var = 0.0
+        if paper_std:
+            var += paper_std ** 2 / max(1, n_paper)
+        if ours_std and n_ours > 1:
+            var += ours_std ** 2 / n_ours
+        return 2.0 * math.sqrt(var) if var > 0 else (self.tolerance or 0.0)
+
+    def within(self, ours: float, paper: float, std: float | None,
+               ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1,
+               rule: str = "new") -> bool:
         if self.factor is not None:
             if paper <= 0 or ours <= 0:
                 return ours == paper
             return 1.0 / self.factor <= ours / paper <= self.factor
-        tol = std if std else self.tolerance
-        return abs(ours - paper) <= (tol or 0.0) + 1e-12
+        tol = self.allowed(std, ours_std, n_paper, n_ours, rule)
+        return abs(ours - paper) <= tol + 1e-12
 
-    def verdict(self, ours: float, paper: float, std: float | None) -> str:
+    def verdict(self, ours: float, paper: float, std: float | None,
+                ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1,
+                rule: str = "new") -> str:
         """``within``, ``better`` or ``worse`` (ours compared with the paper's)."""
-        if self.within(ours, paper, std):
+        if self.within(ours, paper, std, ours_std, n_paper, n_ours, rule):
             return "within"
         return "better" if (ours > paper) == self.higher_is_better else "worse"
 
@@ -147,6 +175,7 @@ class CellRule:
     seeds: int | None
     dataset: str | None
     note: str
+    paper_runs: int | None = None
 
     def matches(self, dataset: str, method: str) -> bool:
         return ((self.datasets is None or dataset in self.datasets)
@@ -159,6 +188,7 @@ class CellSettings:
     overrides: dict
     seeds: int
     notes: tuple[str, ...]
+    paper_runs: int = 1        # n_paper of the yardstick: the paper's runs behind its mean
 
 
 @dataclass(frozen=True)
@@ -177,6 +207,7 @@ class TableSpec:
     ratio_reference: str | None = None
     derived: dict = field(default_factory=dict)   # row name -> metric name (kind rank)
     notes: tuple[str, ...] = ()
+    paper_runs: int | None = None  # the paper's runs per cell (None: ``seeds``)
 
     def settings(self, dataset: str, method: str) -> CellSettings:
         """The dataset config, overrides and number of seeds of one cell."""
@@ -184,15 +215,17 @@ class TableSpec:
         config = self.datasets[dataset]
         overrides = {**self.overrides, **m.overrides}
         seeds = m.seeds or self.seeds
+        paper_runs = self.paper_runs or self.seeds
         notes = []
         for rule in self.cells:
             if rule.matches(dataset, method):
                 overrides.update(rule.overrides)
                 seeds = rule.seeds or seeds
+                paper_runs = rule.paper_runs or paper_runs
                 config = rule.dataset or config
                 if rule.note:
                     notes.append(rule.note)
-        return CellSettings(config, overrides, int(seeds), tuple(notes))
+        return CellSettings(config, overrides, int(seeds), tuple(notes), int(paper_runs))
 
 
 def _method(name: str, raw) -> MethodSpec:
@@ -217,7 +250,8 @@ def _method(name: str, raw) -> MethodSpec:
 def table_from_dict(raw: Mapping, name: str | None = None) -> TableSpec:
     raw = dict(raw)
     known = {"name", "paper", "table", "title", "source", "seeds", "metrics", "datasets",
-             "methods", "overrides", "cells", "ratio_reference", "derived", "notes"}
+             "methods", "overrides", "cells", "ratio_reference", "derived", "notes",
+             "paper_runs"}
     unknown = set(raw) - known
     if unknown:
         raise ConfigError(f"table {name or raw.get('name')}: unknown keys {sorted(unknown)}")
@@ -235,7 +269,7 @@ def table_from_dict(raw: Mapping, name: str | None = None) -> TableSpec:
     for rule in raw.get("cells") or []:
         rule = dict(rule)
         unknown = set(rule) - {"dataset", "method", "overrides", "seeds", "dataset_config",
-                               "note"}
+                               "note", "paper_runs"}
         if unknown:
             raise ConfigError(f"table {raw.get('name')}: cell rule has unknown keys "
                               f"{sorted(unknown)}")
@@ -247,7 +281,8 @@ def table_from_dict(raw: Mapping, name: str | None = None) -> TableSpec:
             if m not in methods:
                 raise ConfigError(f"table {raw.get('name')}: cell rule names unknown method {m}")
         cells.append(CellRule(ds, ms, dict(rule.get("overrides") or {}), rule.get("seeds"),
-                              rule.get("dataset_config"), str(rule.get("note", ""))))
+                              rule.get("dataset_config"), str(rule.get("note", "")),
+                              _positive(raw, "paper_runs", rule.get("paper_runs"))))
     ratio_ref = raw.get("ratio_reference")
     if any(METRICS[m].kind == "ratio" for m in metrics) and ratio_ref not in methods:
         raise ConfigError(f"table {raw.get('name')}: a ratio metric needs ratio_reference "
@@ -262,7 +297,16 @@ def table_from_dict(raw: Mapping, name: str | None = None) -> TableSpec:
                      metrics=metrics, datasets=datasets, methods=methods,
                      overrides=dict(raw.get("overrides") or {}), cells=tuple(cells),
                      ratio_reference=ratio_ref, derived=derived,
-                     notes=tuple(raw.get("notes") or ()))
+                     notes=tuple(raw.get("notes") or ()),
+                     paper_runs=_positive(raw, "paper_runs", raw.get("paper_runs")))
+
+
+def _positive(raw: Mapping, key: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"table {raw.get('name')}: {key}={value!r} must be an integer >= 1")
+    return value
 
 
 def list_tables() -> list[str]:
