@@ -42,3 +42,37 @@ def code_revision() -> dict[str, object] | None:
 def host_info() -> dict[str, object]:
     return {"node": platform.node(), "platform": platform.platform(),
             "machine": platform.machine(), "cpus": os.cpu_count()}
+
+
+#: Environment variables that set the thread count of BLAS, OpenMP and numba
+#: (``llc-bench tables`` sets each to 1 for every run it launches).
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+               "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "NUMBA_NUM_THREADS")
+
+
+def thread_settings() -> dict[str, object]:
+    """The thread settings a run computes with: the environment variables, the thread
+    pools in effect (threadpoolctl, when installed: BLAS / OpenMP libraries loaded so
+    far) and numba's thread count; ``single`` says whether every known count is 1."""
+    env = {var: os.environ.get(var) for var in THREAD_VARS}
+    pools = None
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        pass
+    else:
+        pools = [{"api": p.get("internal_api"), "num_threads": p.get("num_threads")}
+                 for p in threadpool_info()]
+    numba_threads = None
+    try:
+        import numba
+    except ImportError:
+        pass
+    else:
+        numba_threads = int(numba.get_num_threads())
+    counts = [p["num_threads"] for p in pools or ()] + [numba_threads]
+    if pools is None:   # no threadpoolctl: the variables are all we know
+        counts += [env[v] for v in THREAD_VARS[:-1]]
+    single = all(c is not None and str(c) == "1" for c in counts)
+    return {"env": env, "pools": pools, "numba": numba_threads, "single": single}

@@ -21,8 +21,12 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from llc_bench.errors import ConfigError, DatasetError
-from llc_bench.experiment.environment import (code_revision, host_info, package_versions,
-                                              thread_settings)
+from llc_bench.experiment.environment import (
+    code_revision,
+    host_info,
+    package_versions,
+    thread_settings,
+)
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
 from llc_bench.experiment.runlog import run_window
