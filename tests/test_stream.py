@@ -160,3 +160,33 @@ def test_runner_streams_llsvm_and_refuses_kernel_svm(tmp_path, mirror):
     rec2 = _run(tmp_path, mirror, "model=llsvm", "coding.n_anchors=4", "coding.k=2",
                 "trainer.epochs=1", "trainer.history=false")
     assert rec2["config_hash"] != rec["config_hash"]
+
+
+def test_infimnist_rows_are_deterministic_per_seed_and_index(mirror):
+    from llc_bench.data.formats import parse_idx
+    from llc_bench.data.infimnist import DEFAULTS, generate_rows
+
+    digits = parse_idx(mirror / "mnist" / "train-images-idx3-ubyte.gz", "x").X[:600]
+    p = {**DEFAULTS}
+    block = generate_rows(digits, 1195, 1205, p)  # rows past the 600 sources: deformed
+    one = generate_rows(digits, 1200, 1201, p)[0]
+    np.testing.assert_array_equal(block[5], one)  # independent of the block
+    np.testing.assert_array_equal(generate_rows(digits, 599, 600, p)[0], digits[599])
+    for i, row in zip(range(1195, 1205), block, strict=True):
+        src = digits[i % 600].astype(int)
+        assert np.abs(row.astype(int) - src).mean() > 5  # not the source digit
+        assert abs(int(row.sum()) - int(src.sum())) < 0.5 * src.sum()  # still a digit
+    other = generate_rows(digits, 1200, 1201, {**p, "seed": 1})[0]
+    assert not np.array_equal(other, one)
+
+
+def test_infimnist_dataset_is_generated_once_and_streamed(tmp_path, mirror):
+    spec = yaml.safe_load((REPO / "conf" / "dataset" / "infimnist.yaml").read_text())
+    spec["generator"]["n_train"] = 60_050
+    ds = load_dataset(spec, home=tmp_path, mirrors=[mirror], download=False)
+    assert isinstance(ds.X_train, S.RowSource) and (ds.n_train, ds.n_test) == (60_050, 10_000)
+    mnist = load_dataset("mnist", home=tmp_path, mirrors=[mirror], download=False)
+    np.testing.assert_array_equal(ds.y_train[:60_000], mnist.y_train)
+    np.testing.assert_array_equal(ds.y_train[60_000:], mnist.y_train[:50])
+    assert any("GENERATED" in n for n in ds.info["notes"])
+    assert ds.info["row_store"]["identity"]["generator"] == "infimnist"
