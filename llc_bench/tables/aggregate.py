@@ -275,6 +275,27 @@ def unclean_timings(records: list[dict], log: list[dict]) -> dict:
     return out
 
 
+def timing_reruns(plan: TablePlan, allow_offline: bool = False) -> list:
+    """The runs of the table's timing cells (every cell, if it has a timing metric) that
+    are not stored or whose record is not timed cleanly (``timing_problem``), unique by
+    hash; the selected, runnable cells only, as ``TablePlan.to_execute``."""
+    if not any(METRICS[m].factor is not None for m in plan.spec.metrics):
+        return []
+    store = ResultsStore(plan.results_dir)
+    log = read_log(plan.results_dir)
+    out: dict = {}
+    for cell in plan.cells.values():
+        if not (cell.selected and cell.runnable) or (cell.offline and not allow_offline):
+            continue
+        for run in cell.runs:
+            if run.hash in out:
+                continue
+            record, _ = _load(store, run.hash)
+            if record is None or timing_problem(record, log):
+                out[run.hash] = run
+    return list(out.values())
+
+
 def _ranks(values: dict[str, float]) -> dict[str, float]:
     """Average ranks (1 = smallest), ties sharing the mean rank."""
     order = sorted(values, key=values.get)

@@ -7,6 +7,10 @@ this module only builds the command lines and then checks the store. A run that
 started but left no record failed: it is retried once on its own (to tell it apart
 from runs a crashing sibling took down) and then reported; runs that never started
 (an earlier job stopped the sweep) are launched again.
+
+Every run launched here computes on one thread (BLAS, OpenMP, numba: ``THREAD_VARS``
+set to 1), whatever ``--jobs``, so its timings measure one core as the papers' do; with
+``force`` the runs replace their stored records (same config hash, atomic write).
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llc_bench.errors import ConfigError
+from llc_bench.experiment.environment import THREAD_VARS
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.plan import SWEEP_KEYS, RunPlan, hydra_value, override_list
 
 LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm")
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "NUMBA_NUM_THREADS")
+LOCAL_LAUNCHERS = ("basic", "joblib", "submitit_local")
 
 
 @dataclass
@@ -128,9 +132,8 @@ class Executor:
         self.launcher_args = list(launcher_args)
         self.run_args = list(run_args)   # non-semantic run overrides (data.download=false ...)
         self.env = dict(os.environ if env is None else env)
-        if jobs > 1:
-            for var in THREAD_VARS:
-                self.env.setdefault(var, "1")
+        for var in THREAD_VARS:   # one thread per run, whatever --jobs (clean timings)
+            self.env[var] = "1"
         self.echo = echo
         self.command = command or [sys.executable, "-m", "llc_bench.cli", "run", "-m"]
         launcher_overrides(launcher, jobs)   # validate early
@@ -139,11 +142,12 @@ class Executor:
         stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
         return self.results_dir / "hydra" / "tables" / f"{stamp}_{tag}"
 
-    def _launch(self, launch: Launch, tag: str, launcher: str, jobs: int) -> tuple[int, Path]:
+    def _launch(self, launch: Launch, tag: str, launcher: str, jobs: int,
+                extra: Iterable[str] = ()) -> tuple[int, Path]:
         sweep_dir = self._sweep_dir(tag)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         argv = [*self.command, *launch.arguments(),
-                f"results_dir={hydra_value(str(self.results_dir))}", *self.run_args,
+                f"results_dir={hydra_value(str(self.results_dir))}", *self.run_args, *extra,
                 *launcher_overrides(launcher, jobs, self.launcher_args if launcher ==
                                     self.launcher else ()),
                 f"hydra.sweep.dir={hydra_value(str(sweep_dir))}"]
@@ -188,8 +192,21 @@ class Executor:
                 return line[:300]
         return lines[-1][:300] if lines else "no output"
 
-    def run(self, runs: list[RunPlan], tag: str = "tables") -> ExecReport:
-        """Run ``runs`` (none of which is stored yet); return what happened."""
+    def _stamp(self, key: str) -> int | None:
+        try:
+            return self.store.path(key).stat().st_mtime_ns
+        except OSError:
+            return None
+
+    def run(self, runs: list[RunPlan], tag: str = "tables", force: bool = False) -> ExecReport:
+        """Run ``runs`` (not stored yet, or with ``force`` stored ones again: their records
+        are replaced); return what happened."""
+        extra = ["force=true"] if force else []
+        before = {r.hash: self._stamp(r.hash) for r in runs}
+
+        def done(key: str) -> bool:   # a record written by this call
+            return self._stamp(key) != before.get(key) and self.store.has(key)
+
         report = ExecReport()
         pending = {r.hash: r for r in runs}
         suspects: dict[str, str] = {}     # started, no record: retried alone once
@@ -198,14 +215,14 @@ class Executor:
             rounds += 1
             launches = group_runs(pending.values())
             for launch in launches:
-                code, sweep_dir = self._launch(launch, tag, self.launcher, self.jobs)
+                code, sweep_dir = self._launch(launch, tag, self.launcher, self.jobs, extra)
                 report.launches += 1
                 report.logs.append(str(sweep_dir / "tables-launch.log"))
                 started = self._started(sweep_dir, launch)
                 why = (f"run failed (exit {code}): {self._error_line(sweep_dir)} "
                        f"[log: {sweep_dir / 'tables-launch.log'}]")
                 for run in launch.runs:
-                    if self.store.has(run.hash):
+                    if done(run.hash):
                         report.executed += 1
                         pending.pop(run.hash, None)
                     elif not started:
@@ -238,11 +255,11 @@ class Executor:
                                  "dataset": [run.overrides["dataset"]], "seed": [run.seed]},
                                 {k: v for k, v in run.overrides.items() if k not in SWEEP_KEYS},
                                 [run])
-                code, sweep_dir = self._launch(single, tag, "basic", 1)
+                code, sweep_dir = self._launch(single, tag, "basic", 1, extra)
                 report.launches += 1
                 report.logs.append(str(sweep_dir / "tables-launch.log"))
                 pending.pop(key, None)
-                if self.store.has(key):
+                if done(key):
                     report.executed += 1
                 else:
                     report.failed[key] = (f"run failed (exit {code}): "

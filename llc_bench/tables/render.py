@@ -422,5 +422,6 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
                       + _worse_scores([r["old_rule"] for r in records], "worse_scores") + "."]
         lines += [""]
     path = out / "README.md"
+    out.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
