@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from llc_bench import progress
-from llc_bench.errors import ResultsError
+from llc_bench.errors import ConfigError, ResultsError
 from llc_bench.experiment.results import ResultsStore, read_record
-from llc_bench.tables.execute import LAUNCHERS, ExecReport, Executor
+from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Executor
 from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
 
 
@@ -61,9 +61,15 @@ def _warn_corrupt(plan, echo) -> None:
                 echo(f"  warning: {err} -- not used; the run is planned again")
 
 
+def _has_timing(spec) -> bool:
+    from llc_bench.tables.spec import METRICS
+
+    return any(METRICS[m].factor is not None for m in spec.metrics)
+
+
 def tables_command(argv: list[str], echo=print) -> dict:
     """Build tables; returns {table: {planned, cached, executed, failed, wall_seconds}}."""
-    from llc_bench.tables.aggregate import aggregate
+    from llc_bench.tables.aggregate import aggregate, timing_reruns
     from llc_bench.tables.plan import Composer, Planner
     from llc_bench.tables.render import write_summary, write_table
     from llc_bench.tables.report import build_report
@@ -85,8 +91,16 @@ def tables_command(argv: list[str], echo=print) -> dict:
     parser.add_argument("--list", action="store_true", help="list the tables and exit")
     parser.add_argument("--dry-run", action="store_true",
                         help="print what would run (the multirun command lines) and exit")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="rerun only the runs of the timing tables whose records are not "
+                        "timed cleanly (overlapped by another run, more than one thread, or "
+                        "made before the start/stop log), replacing their records; use with "
+                        "--jobs 1 (the other tables are left as they are)")
     _common(parser)
     args = parser.parse_args(argv)
+    if args.timing_only and args.jobs > 1 and (args.launcher or "joblib") in LOCAL_LAUNCHERS:
+        raise ConfigError("--timing-only with --jobs > 1 on this machine would time runs that "
+                          "overlap: use --jobs 1 (or a SLURM launcher)")
     if args.list:
         for name in list_tables():
             spec = load_table(name)
@@ -105,10 +119,16 @@ def tables_command(argv: list[str], echo=print) -> dict:
         for name in names:
             start = time.perf_counter()
             spec = load_table(name)
+            if args.timing_only and not _has_timing(spec):
+                echo(f"[{name}] no timing cells: left as it is (--timing-only)")
+                continue
             plan = planner.plan(spec, args.dataset, args.method)
             runs = {r.hash: r for r in plan.runs()}
             cached = sum(1 for r in runs.values() if r.cached)
-            todo = plan.to_execute(allow_offline=args.download)
+            if args.timing_only:  # forced reruns of the runs not timed cleanly
+                todo = timing_reruns(plan, allow_offline=args.download)
+            else:
+                todo = plan.to_execute(allow_offline=args.download)
             echo(f"[{name}] {len(plan.cells)} cells, {len(runs)} runs planned, {cached} in the "
                  f"store, {len(todo)} to run ({profile.name} profile)")
             _warn_corrupt(plan, echo)
@@ -121,7 +141,8 @@ def tables_command(argv: list[str], echo=print) -> dict:
             report = ExecReport()
             if todo and not args.no_run:
                 with progress.runs_bar(len(todo), f"[{name}] runs", echo) as executor.echo:
-                    report = executor.run(todo, tag=name)  # a bar: runs done / to run, ETA
+                    # a bar: runs done / to run, ETA
+                    report = executor.run(todo, tag=name, force=args.timing_only)
                 executor.echo = echo
                 plan.refresh(store)
             result = aggregate(plan, report.failed)
