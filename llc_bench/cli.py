@@ -114,6 +114,12 @@ class RunCallback(Callback):
 
     def on_multirun_start(self, config, **kwargs) -> None:
         self.on_run_start(config)
+        from llc_bench.experiment.tuning import check_sweep
+
+        try:
+            check_sweep(config)  # a tuning sweeper (Optuna) scores held-out training rows only
+        except LLCBenchError as err:
+            raise _Stop(err) from err
         _RUN["sweep_dir"] = Path(str(config.hydra.sweep.dir))
 
     def on_multirun_end(self, config, **kwargs) -> None:
@@ -123,9 +129,11 @@ class RunCallback(Callback):
 
 
 @hydra.main(config_path="pkg://llc_bench.conf", config_name="run", version_base="1.3")
-def run_app(cfg: DictConfig) -> None:
+def run_app(cfg: DictConfig) -> float | None:
     """The Hydra task: one experiment per composed config.  A single run's error is kept
-    for ``main`` to report; a sweep job's error is reported here and the sweep goes on."""
+    for ``main`` to report; a sweep job's error is reported here and the sweep goes on.
+    Returns the run's test accuracy (the validation accuracy with ``dataset.validation``):
+    the objective of a tuning sweeper (``+search=<model>``, Optuna)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
@@ -136,7 +144,7 @@ def run_app(cfg: DictConfig) -> None:
         from llc_bench import progress
 
         progress.configure(cfg.get("progress"))
-        run_experiment(cfg, output_dir=hc.runtime.output_dir)
+        record = run_experiment(cfg, output_dir=hc.runtime.output_dir)
     except Exception as err:
         if hc.mode != RunMode.MULTIRUN:
             _RUN["error"] = err
@@ -147,6 +155,8 @@ def run_app(cfg: DictConfig) -> None:
         line = f"job {hc.job.num}: {error_line(err)} [job: {' '.join(hc.overrides.task)}]"
         print(f"llc-bench: error: {line}", file=sys.stderr, flush=True)
         (Path(hc.runtime.output_dir) / FAILED_JOB_FILE).write_text(line + "\n")
+        return None
+    return record["metrics"].get("test_accuracy")
 
 
 def run_command(argv: list[str]) -> None:

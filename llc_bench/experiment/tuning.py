@@ -1,0 +1,152 @@
+"""Tuning with Hydra's Optuna sweeper, on held-out training rows only.
+
+``llc-bench run -m model=llsvm dataset=banana +search=llsvm +dataset.validation=0.25``
+runs a seeded TPE study over the search space ``conf/search/llsvm.yaml``; each trial is an
+ordinary run (a record in the store) whose objective is the accuracy on the 25% of the
+training rows held out (``dataset.validation``); the test set is never read.  The study is
+kept in ``<results_dir>/optuna.db`` (SQLite) as ``<model>_<dataset>_seed<seed>``, so a
+second call resumes it.  Then
+
+``python scripts/write_tuned.py --model llsvm --dataset banana``
+
+writes the best trial's parameters to ``conf/tuned/llsvm_banana.yaml``, with a comment
+saying how they were chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from llc_bench.errors import ConfigError, ResultsError
+
+REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+def check_sweep(config) -> None:
+    """A ConfigError when a tuning sweeper (Optuna) would score runs on the test set."""
+    target = str(config.hydra.sweeper.get("_target_", ""))
+    if "optuna" in target.lower() and config.dataset.get("validation") is None:
+        raise ConfigError("tuning with the Optuna sweeper needs +dataset.validation=F (e.g. "
+                          "0.25): trials are scored on held-out training rows, never the test "
+                          "set")
+
+
+def storage_url(results_dir) -> str:
+    return f"sqlite:///{Path(results_dir) / 'optuna.db'}"
+
+
+def study_name(model: str, dataset: str, seed: int = 0) -> str:
+    return f"{model}_{dataset}_seed{seed}"
+
+
+def _nested(params: dict) -> dict:
+    """``{"trainer.lambda_": 1e-5}`` -> ``{"trainer": {"lambda_": 1e-5}}``."""
+    out: dict = {}
+    for key, value in sorted(params.items()):
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def best_trial(results_dir, model: str, dataset: str, seed: int = 0):
+    """The study's best trial and the study (a ResultsError if there is none)."""
+    try:
+        import optuna
+    except ImportError:
+        optuna = None
+    if optuna is None:
+        raise ConfigError("tuning needs the Optuna sweeper: pip install 'llc-bench[tune]'")
+    url, name = storage_url(results_dir), study_name(model, dataset, seed)
+    if not (Path(results_dir) / "optuna.db").is_file():
+        raise ResultsError(f"no Optuna studies in {results_dir} (run the sweep first: "
+                           f"llc-bench run -m model={model} dataset={dataset} +search={model} "
+                           "+dataset.validation=0.25)")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.load_study(study_name=name, storage=url)
+    except KeyError:
+        known = optuna.study.get_all_study_summaries(storage=url)
+        raise ResultsError(f"no study {name!r} in {url} (studies: "
+                           f"{', '.join(s.study_name for s in known) or 'none'})") from None
+    try:
+        return study.best_trial, study
+    except ValueError:
+        raise ResultsError(f"study {name!r} has no completed trial") from None
+
+
+def _validation_of(results_dir, model, dataset, seed, params) -> str | None:
+    """The ``dataset.validation`` of the best trial's record (found by its parameters)."""
+    from llc_bench.experiment.query import records_frame
+
+    where = [f"seed={seed}", "dataset.validation!=null"]
+    where += [f"{k}={v}" for k, v in params.items()]
+    try:
+        frame = records_frame(results_dir, datasets=[dataset], models=[model], where=where)
+    except ConfigError:
+        return None
+    return None if frame.empty else str(frame["dataset.validation"].iloc[0])
+
+
+def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
+                force: bool = False) -> Path:
+    """Write the best parameters of the study ``<model>_<dataset>_seed<seed>`` to
+    ``out`` (default ``conf/tuned/<model>_<dataset>.yaml``) as a Hydra ``_global_`` preset."""
+    from omegaconf import OmegaConf
+
+    trial, study = best_trial(results_dir, model, dataset, seed)
+    out = Path(out) if out else REPO_CONF / "tuned" / f"{model}_{dataset}.yaml"
+    if out.exists() and not force:
+        raise ConfigError(f"{out} exists: pass --force to replace it (its other keys are lost)")
+    done = sum(1 for t in study.trials if t.state.name == "COMPLETE")
+    validation = _validation_of(results_dir, model, dataset, seed, trial.params)
+    held = (f"{validation} of the training part held out (+dataset.validation={validation})"
+            if validation else "held-out training rows (+dataset.validation)")
+    sampler = type(study.sampler).__name__
+    comment = [
+        "# @package _global_",
+        f"# Chosen by Optuna ({sampler} via hydra-optuna-sweeper): the best of {done} completed",
+        f"# trials (trial {trial.number}) of study {study.study_name!r} in "
+        f"{storage_url(results_dir)}:",
+        f"# validation accuracy {100 * trial.value:.2f}% on {held},",
+        f"# split seed {seed}; the test data never seen. Search space: conf/search/{model}.yaml.",
+        "# Reproduce with",
+        f"#   llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
+        f"+dataset.validation={validation or '0.25'}",
+        f"#   python scripts/write_tuned.py --model {model} --dataset {dataset} --seed {seed}",
+    ]
+    body = OmegaConf.to_yaml(OmegaConf.create(_nested(dict(trial.params))))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(comment) + "\n" + body)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="write_tuned.py",
+        description="Write the best trial of an Optuna study (llc-bench run -m ... "
+        "+search=MODEL +dataset.validation=F) into conf/tuned/<model>_<dataset>.yaml.")
+    parser.add_argument("--model", required=True, help="model preset, e.g. llsvm")
+    parser.add_argument("--dataset", required=True, help="dataset config, e.g. banana")
+    parser.add_argument("--seed", type=int, default=0, help="the sweep's seed (default: 0)")
+    parser.add_argument("--results-dir", default="results",
+                        help="the store holding optuna.db (default: results)")
+    parser.add_argument("--out", help="output file (default: conf/tuned/<model>_<dataset>.yaml)")
+    parser.add_argument("--force", action="store_true", help="replace an existing file")
+    args = parser.parse_args(argv)
+    try:
+        path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
+                           args.force)
+    except (ConfigError, ResultsError) as err:
+        print(f"write_tuned.py: error: {err}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(path.read_text(), end="")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
