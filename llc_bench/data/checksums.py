@@ -75,6 +75,7 @@ UPSTREAM: dict[str, tuple[str, str]] = {
         ("d606af411f3e5be8a317a5a8b652b425aaf0ff38ca683d5327ffff94c3695f4a",
          "decompressed mirror copy; the same bytes as the first commit of "
          "willhurwitz123/Wisconsin-breast-cancer-data"),
+    _UCI + "breast-cancer-wisconsin/breast-cancer-wisconsin.data": (UNKNOWN, _HEADER),
     # ijcnn
     _LIBSVM + "binary/ijcnn1.bz2": (UNKNOWN, "the mirror copy was rewritten by tick"),
     _LIBSVM + "binary/ijcnn1.t.bz2": (UNKNOWN, "the mirror copy was rewritten by tick"),

@@ -182,6 +182,7 @@ def _read_table(fh, options: Mapping, header: bool) -> pd.DataFrame:
     whitespace = sep is None
     return pd.read_csv(fh, sep=r"\s+" if whitespace else sep, header=0 if header else None,
                        skiprows=options.get("skip_rows", 0) or None,
+                       na_values=options.get("na_values") or None,
                        skipinitialspace=not whitespace, engine="c", low_memory=False)
 
 
@@ -351,6 +352,10 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
                for c in options.get("drop_columns") or ()}
     feature_columns = [c for c in range(n_columns) if c != label and c not in dropped]
     features = frame.iloc[:, feature_columns]
+    if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
+        keep = features.notna().all(axis=1).to_numpy()
+        frame, features = frame[keep], features[keep]
+        meta["dropped_rows_missing_values"] = int((~keep).sum())
     categories = options.get("one_hot_categories")
     try:
         X, one_to_one = ((_one_hot(features, categories), False) if categories
