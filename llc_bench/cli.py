@@ -143,7 +143,8 @@ def run_app(cfg: DictConfig) -> float | None:
     try:
         from llc_bench import progress
 
-        progress.configure(cfg.get("progress"))
+        progress.configure(cfg.get("progress"), parallel=hc.mode == RunMode.MULTIRUN
+                           and "joblib" in str(hc.launcher.get("_target_", "")).lower())
         record = run_experiment(cfg, output_dir=hc.runtime.output_dir)
     except Exception as err:
         if hc.mode != RunMode.MULTIRUN:

@@ -3,7 +3,8 @@
 ``progress: auto|on|off`` in the run config (``$LLC_BENCH_PROGRESS`` where no run config is
 read, e.g. ``llc-bench tables``; the jobs of a sweep inherit both).  ``auto`` shows bars only
 when stderr is a terminal and neither ``$CI`` nor SLURM (``$SLURM_JOB_ID``) is set, so logs
-stay clean.  Bars go to stderr; results and summaries stay on stdout.
+stay clean, and not in the parallel jobs of the joblib launcher.  Bars go to stderr;
+results and summaries stay on stdout.
 
 Code reports progress through :func:`bar` (a tqdm, disabled when bars are off) and
 :func:`stage` (a one-line spinner with elapsed time for a step of unknown length, e.g.
@@ -36,9 +37,12 @@ def _check(mode, where: str) -> str:
     return mode
 
 
-def configure(mode) -> None:
-    """Set the mode for this process (the run config's ``progress``; None: unset)."""
-    _state["mode"] = None if mode is None else _check(mode, "progress")
+def configure(mode, parallel: bool = False) -> None:
+    """Set the mode for this process (the run config's ``progress``; None: unset).
+    ``parallel``: a job beside others on the same terminal (the joblib launcher), where
+    ``auto`` means off (their bars would overwrite each other)."""
+    mode = None if mode is None else _check(mode, "progress")
+    _state["mode"] = "off" if parallel and mode in (None, "auto") else mode
 
 
 def mode() -> str:

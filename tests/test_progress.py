@@ -57,6 +57,10 @@ def test_the_config_wins_and_env_is_the_fallback(terminal, tmp_path, monkeypatch
     progress.configure("auto")
     monkeypatch.setenv(progress.ENV, "on")
     assert progress.mode() == "on" and progress.enabled(log)
+    progress.configure("auto", parallel=True)  # a joblib job: its bars would collide
+    assert not progress.enabled(log)
+    progress.configure("on", parallel=True)
+    assert progress.enabled(log)
     progress.configure(None)
     monkeypatch.setenv(progress.ENV, "off")
     monkeypatch.delenv("CI")
