@@ -124,3 +124,16 @@ def test_every_tuned_preset_applies_to_its_model_and_dataset(tuned, tmp_path):
     for key, value in _leaves(expected):
         got = OmegaConf.select(OmegaConf.create(cfg), key)
         assert got == value, f"{tuned}.yaml: {key} = {value!r}, the composed run has {got!r}"
+
+
+@pytest.mark.parametrize("model", ["llsvm", "sapl"])
+def test_phase_timings_are_measured_and_add_up_to_train(tmp_path, model):
+    """Every phase is non-negative and the phases add up to `train` within 5% (LLC issue
+    #17: the epoch-0 history used to be subtracted from an SGD timer it ran outside of)."""
+    cfg = compose_run(f"model={model}", "coding.n_anchors=20", "trainer.epochs=3",
+                      tmp_path=tmp_path)
+    t = runner.run_experiment(cfg, echo=lambda line: None)["timings"]
+    phases = [t[f"fit_{p}"] for p in ("anchors", "encode", "init", "sgd")]
+    assert min(phases) >= 0 and t["fit_history"] >= 0
+    assert sum(phases) == pytest.approx(t["fit_total"])
+    assert sum(phases) == pytest.approx(t["train"], rel=0.05)
