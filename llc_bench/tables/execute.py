@@ -29,7 +29,9 @@ from llc_bench.experiment.environment import THREAD_VARS
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.plan import SWEEP_KEYS, RunPlan, hydra_value, override_list
 
-LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm")
+# ray: hydra-ray-launcher (pip install 'llc-bench[ray]'); a running cluster needs
+# --launcher-arg hydra.launcher.ray.init.address=auto (README "Ray")
+LAUNCHERS = ("basic", "joblib", "submitit_local", "submitit_slurm", "slurm", "ray")
 LOCAL_LAUNCHERS = ("basic", "joblib", "submitit_local")
 
 
