@@ -115,8 +115,8 @@ def test_every_tuned_preset_applies_to_its_model_and_dataset(tuned, tmp_path):
 
     conf = REPO / "conf"
     pairs = [(tuned[:i], tuned[i + 1:]) for i, ch in enumerate(tuned) if ch == "_"]
-    pairs = [(m, d) for m, d in pairs
-             if (conf / "model" / f"{m}.yaml").is_file() and (conf / "dataset" / f"{d}.yaml").is_file()]
+    pairs = [(m, d) for m, d in pairs if (conf / "model" / f"{m}.yaml").is_file()
+             and (conf / "dataset" / f"{d}.yaml").is_file()]
     assert len(pairs) == 1, f"{tuned}.yaml names no (or several) model_dataset pairs: {pairs}"
     model, dataset = pairs[0]
     cfg = compose_run(f"model={model}", f"dataset={dataset}", tmp_path=tmp_path)
