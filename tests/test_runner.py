@@ -137,3 +137,16 @@ def test_phase_timings_are_measured_and_add_up_to_train(tmp_path, model):
     assert min(phases) >= 0 and t["fit_history"] >= 0
     assert sum(phases) == pytest.approx(t["fit_total"])
     assert sum(phases) == pytest.approx(t["train"], rel=0.05)
+
+
+def test_summary_line_says_what_it_times(tmp_path):
+    """`train` is the chosen model's fit (CV shown apart), as the README says; a run scored on
+    held-out training rows says `val`, not `test`."""
+    cfg = compose_run("trainer.C=null", tmp_path=tmp_path)  # C by 5-fold CV
+    record = runner.run_experiment(cfg, echo=lambda line: None)
+    line = runner.summary_line(record)
+    t = record["timings"]
+    assert f"| train {t['train']:.2f}s (+ CV {t['fit_cv']:.2f}s) |" in line
+    assert "| test acc " in line and " val " not in line
+    record["data"] = {**record["data"], "validation": {"fraction": "0.25"}}
+    assert "| val acc " in runner.summary_line(record)

@@ -318,11 +318,18 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
 
 
 def summary_line(record: Mapping, cached: bool = False) -> str:
+    """One line per run.  "test" is "val" when the run was scored on held-out training rows
+    (``dataset.validation``); "train" is the time of fitting the chosen model, as the papers
+    report it (without hyper-parameter CV, shown apart when there was one, and without the
+    per-epoch history); "test" the time of the decision values on the test rows."""
     m, t = record["metrics"], record["timings"]
+    split = "val" if (record.get("data") or {}).get("validation") else "test"
     hinge = "n/a" if m.get("test_hinge") is None else f"{m['test_hinge']:.4f}"
     acc = "n/a" if m.get("test_accuracy") is None else f"{100 * m['test_accuracy']:.2f}%"
+    train = t.get("train", t.get("train_total", float("nan")))
+    cv = t.get("fit_cv") or 0.0
     return (f"{record['dataset']} | {record['model']} | seed {record['seed']} | "
-            f"test acc {acc} | test hinge {hinge} | "
-            f"train {t.get('train_total', float('nan')):.2f}s | "
-            f"test {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
+            f"{split} acc {acc} | {split} hinge {hinge} | train {train:.2f}s"
+            + (f" (+ CV {cv:.2f}s)" if cv >= 0.005 else "")
+            + f" | {split} {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
             + (" (cached)" if cached else ""))
