@@ -1,32 +1,134 @@
 #!/usr/bin/env python
-"""Benchmark of the LL-SVM pieces (issue 3, "Performance"), one process, same data.
+"""Benchmark of LL-SVM training (issues 3 and 17), one child process per fit.
 
-Measures, for fixed anchors (m=100, k=8):
-  * the floor: the distance GEMM alone, X @ Vᵀ (N×D times D×m), best of 3;
-  * encode throughput (GEMM + argpartition + weights);
-  * LIBLINEAR init time on the Kronecker features (subsampled above max_nnz);
-  * one SGD epoch with the numba kernel (precomputed codes) and the numpy
-    reference step (on a slice, extrapolated), samples/second and ratios;
-  * prediction time per sample (one GEMM against [anchors; W] + gather).
+Default mode (issue 17): for each dataset (usps, letter, mnist; the tuned ``llsvm``
+preset, 10 epochs, no history) and each setting (``default`` = today's numerics, ``fast``
+= the opt-in speed parameters of ``--fast``), one fit in a fresh process; prints the
+phases anchors, encode, init, SGD (10 epochs, with the η0 calibration and the per-epoch
+objective), predict (the test set), their sum, the ratios anchors/SGD and init/SGD, the
+10-class SGD epoch over the distance-GEMM floor (X·Vᵀ, same N, D, m), the LIBLINEAR
+problems that hit the iteration cap, test accuracy and the peak RSS of the process
+(loading included).  Thread counts are taken from the environment (run with
+OMP_NUM_THREADS=1 ... for the single-threaded figures the tables use).
 
-Data: synthetic MNIST-sized (N=20000, D=784, binary labels from a non-linear
-rule on clustered data) and, with ``--ijcnn PATH``, the LIBSVM ijcnn1 training
-file (standard-scaled).  Targets: SGD epoch <= 3x the GEMM floor; numba >= 20x
-the numpy reference.
+``--synthetic`` (issue 3): fixed anchors (m=100, k=8) on synthetic MNIST-sized data
+and, with ``--ijcnn PATH``, ijcnn1: the GEMM floor, encode, the LIBLINEAR init, one SGD
+epoch with the numba kernel and the numpy reference, prediction per sample.
 
-    .venv/bin/python scripts/bench_llsvm.py [--ijcnn ../shared/datasets/ijcnn1/ijcnn1.bz2]
+    .venv/bin/python scripts/bench_llsvm.py --datasets usps,letter,mnist > /tmp/bench.txt
+    .venv/bin/python scripts/bench_llsvm.py --synthetic [--ijcnn PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
+import os
+import resource
 import time
+from pathlib import Path
 
 import numpy as np
 
 from llc_bench.models import LLSVMClassifier
 from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.llc_sgd import labels_matrix, run_epoch, sgd_epoch_reference
+
+REPO = Path(__file__).resolve().parents[1]
+#: The opt-in speed settings compared with the defaults (issue 17).
+FAST = {"kmeans_sample": 10000, "kmeans_tol": 1e-3, "init_solver": "l2_squared_hinge"}
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def compose(dataset: str, seed: int, home: str, mirror: str) -> dict:
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from omegaconf import OmegaConf
+
+    overrides = [f"dataset={dataset}", "model=llsvm", f"seed={seed}", f"data.home={home}",
+                 f"data.mirrors=[{mirror}]", "data.download=false"]
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = hydra_compose("run", overrides=overrides)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def fit_phases(dataset: str, params: dict, seed: int, home: str, mirror: str) -> dict:
+    """One fit + prediction in this process: phase seconds, accuracy, peak RSS (MB)."""
+    from llc_bench.data import load_dataset
+    from llc_bench.experiment.runner import build_estimator
+
+    config = compose(dataset, seed, home, mirror)
+    ds = load_dataset(config["dataset"], seed=seed, home=home, mirrors=[mirror], download=False)
+    est = build_estimator(config).set_params(history=False, epochs=10, **params)
+    tic = time.perf_counter()
+    est.fit(ds.X_train, ds.y_train)
+    train = time.perf_counter() - tic
+    labels, pt = est.predict_timed(ds.X_test)
+    fi = est.fit_info_
+    X, V = ds.X_train, est.anchors_
+    floor = np.inf
+    for _ in range(3):
+        tic = time.perf_counter()
+        X @ V.T
+        floor = min(floor, time.perf_counter() - tic)
+    sgd = fi["sgd"]
+    return {
+        "n": int(X.shape[0]), "D": int(X.shape[1]), "classes": len(est.classes_),
+        "train": train, **{k: fi["timings"][k] for k in ("anchors", "encode", "init", "sgd")},
+        "epochs": float(sum(sgd["epoch_seconds"])), "epoch": float(np.median(sgd["epoch_seconds"])),
+        "predict": pt["total"], "gemm": floor,
+        "accuracy": float(np.mean(labels == ds.y_test)),
+        "kmeans_iter": fi["anchors"].get("n_iter"), "inertia": fi["anchors"].get("inertia"),
+        "init_rows": fi["init"].get("n_rows"), "init_capped": fi["init"].get("max_iter_reached"),
+        "init_objective": sgd.get("start_objective"), "kept_epoch": sgd.get("kept_epoch"),
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _child(queue, *args):
+    queue.put(fit_phases(*args))
+
+
+def in_child(*args) -> dict:
+    """:func:`fit_phases` in a fresh process (its own peak RSS)."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(queue, *args))
+    proc.start()
+    out = queue.get()
+    proc.join()
+    return out
+
+
+def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str) -> None:
+    threads = {v: os.environ.get(v, "unset") for v in THREAD_VARS}
+    print(f"threads: {threads}; cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}")
+    print(f"fast = {json.dumps(fast)}")
+    head = (f"{'dataset':<8}{'setting':<9}{'anchors':>8}{'encode':>8}{'init':>8}{'SGD':>8}"
+            f"{'predict':>8}{'sum':>8}{'train':>8} {'anc/SGD':>7}{'init/SGD':>9}"
+            f"{'ep/GEMM':>8}{'acc %':>7}{'RSS MB':>8}  notes")
+    print(head)
+    for dataset in datasets:
+        rows = {}
+        for setting, params in (("default", {}), ("fast", fast)):
+            r = rows[setting] = in_child(dataset, params, seed, home, mirror)
+            total = sum(r[k] for k in ("anchors", "encode", "init", "sgd", "predict"))
+            print(f"{dataset:<8}{setting:<9}{r['anchors']:8.2f}{r['encode']:8.2f}{r['init']:8.2f}"
+                  f"{r['sgd']:8.2f}{r['predict']:8.2f}{total:8.2f}{r['train']:8.2f} "
+                  f"{r['anchors'] / r['sgd']:7.2f}{r['init'] / r['sgd']:9.2f}"
+                  f"{r['epoch'] / r['gemm']:8.2f}{100 * r['accuracy']:7.2f}{r['rss_mb']:8.0f}  "
+                  f"k-means {r['kmeans_iter']} it, inertia {r['inertia']:.4g}; init "
+                  f"{r['init_rows']} rows, {r['init_capped']} capped, objective "
+                  f"{r['init_objective']:.5g}; kept epoch {r['kept_epoch']}", flush=True)
+        d, f = rows["default"], rows["fast"]
+        print(f"{dataset:<8}{'fast/def':<9}{f['anchors'] / d['anchors']:8.2f}"
+              f"{f['encode'] / d['encode']:8.2f}{f['init'] / d['init']:8.2f}"
+              f"{f['sgd'] / d['sgd']:8.2f}{f['predict'] / d['predict']:8.2f}{'':8}"
+              f"{f['train'] / d['train']:8.2f}   accuracy "
+              f"{100 * (f['accuracy'] - d['accuracy']):+.2f} points, init objective "
+              f"{f['init_objective'] / d['init_objective'] - 1:+.2%}",
+              flush=True)
 
 
 def best_of(fn, repeat=3):
@@ -163,10 +265,20 @@ def bench(name, X, y, Xt, m=100, k=8, lam=1e-4, n_ref=1000):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ijcnn", help="path to LIBSVM ijcnn1(.bz2) training file")
+    ap.add_argument("--datasets", default="usps,letter,mnist")
+    ap.add_argument("--fast", default=json.dumps(FAST), help="JSON of the opt-in parameters")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--home", default=str(REPO / "datasets"))
+    ap.add_argument("--mirror", default=str(REPO.parent / "shared" / "datasets"))
+    ap.add_argument("--synthetic", action="store_true", help="the issue-3 kernel benchmark")
+    ap.add_argument("--ijcnn", help="with --synthetic: path to LIBSVM ijcnn1(.bz2)")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--dim", type=int, default=784)
     args = ap.parse_args(argv)
+    if not args.synthetic:
+        phases_report(args.datasets.split(","), json.loads(args.fast), args.seed, args.home,
+                      args.mirror)
+        return
     X, y, Xt, _ = synthetic(args.n, args.dim)
     bench("synthetic MNIST-sized", X, y, Xt)
     if args.ijcnn:

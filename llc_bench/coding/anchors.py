@@ -7,7 +7,9 @@ Two rules:
   training rows ``MiniBatchKMeans`` is used instead (the full Lloyd iterations
   cost O(N·D·m) each, which is what makes MNIST8m-sized data impractical; every
   dataset of the papers except MNIST8m stays below the threshold, so the tables
-  use exact k-means).
+  use exact k-means).  Two opt-in speed-ups (issue 17; off by default, so the anchors
+  are today's): ``sample_rows`` runs k-means on a seeded random sample of that many
+  rows, ``tol`` replaces scikit-learn's 1e-4 stopping tolerance.
 * ``random_per_class`` (Ladický's released LL-SVM code, DESIGN §7): random
   training points, the m anchors split as evenly as possible between classes.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_random_state
 
 from .. import progress
 from ..errors import ConfigError
@@ -39,12 +42,16 @@ def fit_anchors(
     random_state=None,
     minibatch_threshold: int = MINIBATCH_THRESHOLD,
     max_iter: int = 300,
+    sample_rows: int | None = None,
+    tol: float | None = None,
 ) -> tuple[np.ndarray, dict]:
     """Choose ``n_anchors`` anchor points from the training data ``X``.
 
     Returns ``(anchors, info)``: anchors of shape (m, D), float64, C-contiguous,
     and ``info`` = {"method", "n_anchors", "algorithm", ...} for the result record.
     ``random_state`` is an int, a ``numpy.random.RandomState`` or None.
+    ``sample_rows`` / ``tol`` (k-means only, None = off): fit on a seeded sample of at
+    most that many rows / with that relative tolerance.
     """
     n = X.shape[0]
     if n_anchors < 1:
@@ -54,20 +61,31 @@ def fit_anchors(
     if method == "kmeans":
         from sklearn.cluster import KMeans, MiniBatchKMeans
 
-        if n > minibatch_threshold:
+        Xk = X
+        if sample_rows is not None and n > max(int(sample_rows), m):
+            rows = np.sort(check_random_state(random_state).choice(
+                n, max(int(sample_rows), m), replace=False))
+            Xk = X[rows]
+            info["sample_rows"] = int(rows.size)
+        extra = {} if tol is None else {"tol": float(tol)}
+        if tol is not None:
+            info["tol"] = float(tol)
+        if Xk.shape[0] > minibatch_threshold:
             km = MiniBatchKMeans(
                 n_clusters=m,
                 random_state=random_state,
                 batch_size=4096,
                 n_init=3,
                 max_iter=max_iter,
+                **extra,
             )
             info["algorithm"] = "MiniBatchKMeans"
         else:
-            km = KMeans(n_clusters=m, random_state=random_state, n_init=1, max_iter=max_iter)
+            km = KMeans(n_clusters=m, random_state=random_state, n_init=1, max_iter=max_iter,
+                        **extra)
             info["algorithm"] = "KMeans"
         with progress.stage(f"{info['algorithm']} ({m} anchors)"):
-            km.fit(X)
+            km.fit(Xk)
         anchors = km.cluster_centers_
         info["inertia"] = float(km.inertia_)
         info["n_iter"] = int(km.n_iter_)

@@ -39,7 +39,7 @@ from numba import njit
 _FOLD_BELOW = 1e-8  # fold the scale into the array when it gets this small
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decay(t, t0, skip):
     # eq. (13): W *= 1 - skip/(t + t0); SVMSGD2 safeguard below 0.8
     r = 1.0 - skip / (t + t0)
@@ -48,7 +48,7 @@ def _decay(t, t0, skip):
     return r
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
     """Skip regularisation (LL-SVM eq. 13, SAPL eq. 19) on the scale factors: W shrinks
     by r (b instead when W is not learned: LCC variants); a scale that has become small
@@ -67,7 +67,7 @@ def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
     return sw, sb
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W):
     n_cls, m, D = W.shape
     k = idx.shape[1]
@@ -108,7 +108,7 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
     return t, count
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def sgd_epoch_csr(
     data, indices, indptr, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W
 ):
@@ -152,7 +152,7 @@ def sgd_epoch_csr(
     return t, count
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def decision_codes_dense(X, idx, gam, W, b, use_W):
     """f[i, c] = Σ_a γ_a (W[c, j_a]·x_i + b[c, j_a])  (eq. 8) for precomputed codes."""
     n = idx.shape[0]
@@ -173,7 +173,7 @@ def decision_codes_dense(X, idx, gam, W, b, use_W):
     return out
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def decision_codes_csr(data, indices, indptr, idx, gam, W, b, use_W):
     n = idx.shape[0]
     n_cls, m, D = W.shape
@@ -199,7 +199,7 @@ CODING_SOFT_KNN = 1
 CODING_ADAPTIVE_KNN = 2
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _nearest(x, V, k, idx, dist):
     """The k nearest anchors of x: idx/dist ascending by (squared distance, index)."""
     m, D = V.shape
@@ -221,7 +221,7 @@ def _nearest(x, V, k, idx, dist):
                 cnt += 1
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _weights(dist, kind, param, gam, g):
     """γ over the sorted k nearest and the gradient factors g; returns the active count."""
     k = dist.shape[0]
@@ -256,7 +256,7 @@ def _weights(dist, kind, param, gam, g):
     return ka
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def anchor_grad_dense(x, V, W, b, c, kind, param, k, use_W):
     """∂f_c/∂v_j for the k nearest anchors of one sample: (idx (k,), grad (k, D), k*)."""
     D = V.shape[1]
@@ -283,7 +283,7 @@ def anchor_grad_dense(x, V, W, b, c, kind, param, k, use_W):
     return idx, grad, ka
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def sgd_epoch_anchors_dense(
     X, Y, order, V, W, b, lam, t0, t, count, skip, bias_scale, use_W,
     kind, param, k, anchor_scale, n_active, step_max=1e300,

@@ -14,9 +14,11 @@ regularised in the init, as in LLC-SAPL's "train a linear SVM on z").
 z is a scipy ``csr_matrix`` (LIBLINEAR's Python interface does not take
 ``csr_array``) with k(D+1) stored entries a row for dense x, k(nnz(x)+1) for
 CSR x, columns ascending within a row.  It is built with array operations (a
-loop over the k slots, never over rows).  Its memory is estimated first
-(:func:`kronecker_memory`); above ``max_nnz`` a seeded, class-stratified row
-subsample is used and reported.
+loop over the k slots, never over rows).  The LIBLINEAR init does not build it:
+:func:`kronecker_nodes` writes the same entries straight into LIBLINEAR's feature
+nodes (bitwise the nodes ``problem(build_kronecker(...))`` would make).  Its memory is
+estimated first (:func:`kronecker_memory`); above ``max_nnz`` a seeded,
+class-stratified row subsample is used and reported.
 
 For LCC+SVM (``include_x=False``) z = γ(x) itself (n × m, k entries a row):
 "to obtain initial b, we only need to train a linear SVM on the local
@@ -35,14 +37,22 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 from ..coding.local import LocalCode
 from ..errors import ConfigError
-from .liblinear_fit import fit_liblinear
+from .liblinear_fit import Nodes, empty_nodes, fit_liblinear
 
 #: Default cap on the stored entries of z for the LIBLINEAR init (≈ 0.6 GB for z
 #: plus ≈ 0.8 GB for LIBLINEAR's own copy).
 DEFAULT_MAX_NNZ = 50_000_000
+
+
+#: How the init's record names each LIBLINEAR solver.
+INIT_SOLVERS = {
+    "l2_hinge": "liblinear -s 3 (L2-regularised hinge, dual CD), no -B",
+    "l2_squared_hinge": "liblinear -s 2 (L2-regularised squared hinge, primal Newton), no -B",
+}
 
 
 def kronecker_nnz(n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True,
@@ -127,6 +137,80 @@ def build_kronecker(X, code: LocalCode, m: int, include_x: bool = True,
     return Z
 
 
+@njit(cache=True, nogil=True)
+def _kron_nodes_dense(X, idx, gam, E, append_one, include_x, rowptr, ints, vals):
+    n, k = idx.shape
+    D = X.shape[1]
+    for i in range(n):
+        p = rowptr[i]
+        for a in range(k):
+            j = idx[i, a]
+            g = gam[i, a]
+            if include_x:
+                for d in range(D):  # 1-based column j·E + d of γ_j x_d
+                    ints[4 * p] = j * E + d + 1
+                    vals[2 * p + 1] = g * X[i, d]
+                    p += 1
+                if append_one:
+                    ints[4 * p] = j * E + D + 1
+                    vals[2 * p + 1] = g
+                    p += 1
+            else:
+                ints[4 * p] = j + 1
+                vals[2 * p + 1] = g
+                p += 1
+        ints[4 * p] = -1
+        ints[4 * p + 4] = -1
+
+
+@njit(cache=True, nogil=True)
+def _kron_nodes_csr(data, indices, indptr, idx, gam, E, D, append_one, rowptr, ints, vals):
+    n, k = idx.shape
+    for i in range(n):
+        p = rowptr[i]
+        for a in range(k):
+            j = idx[i, a]
+            g = gam[i, a]
+            for q in range(indptr[i], indptr[i + 1]):
+                ints[4 * p] = j * E + indices[q] + 1
+                vals[2 * p + 1] = data[q] * g
+                p += 1
+            if append_one:
+                ints[4 * p] = j * E + D + 1
+                vals[2 * p + 1] = g
+                p += 1
+        ints[4 * p] = -1
+        ints[4 * p + 4] = -1
+
+
+def kronecker_nodes(X, code: LocalCode, m: int, include_x: bool = True,
+                    append_one: bool = True) -> Nodes:
+    """LIBLINEAR's feature nodes of :func:`build_kronecker` (same arguments), written
+    without building z (no CSR copy; the values are the same products)."""
+    idx = np.asarray(code.indices)
+    gam = np.asarray(code.weights, dtype=np.float64)
+    n, k = idx.shape
+    if not include_x:
+        nodes, ints, vals = empty_nodes(np.full(n, k), m)
+        _kron_nodes_dense(np.empty((n, 0)), idx, gam, 1, False, False, nodes.rowptr, ints, vals)
+        return nodes
+    D = X.shape[1]
+    E = D + 1 if append_one else D
+    one = 1 if append_one else 0
+    if sp.issparse(X):
+        Xc = X.tocsr()
+        if not Xc.has_sorted_indices:
+            Xc = Xc.sorted_indices()
+        nodes, ints, vals = empty_nodes(k * (np.diff(Xc.indptr) + one), m * E)
+        _kron_nodes_csr(np.asarray(Xc.data, dtype=np.float64), Xc.indices, Xc.indptr, idx, gam,
+                        E, D, append_one, nodes.rowptr, ints, vals)
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        nodes, ints, vals = empty_nodes(np.full(n, k * E), m * E)
+        _kron_nodes_dense(X, idx, gam, E, append_one, True, nodes.rowptr, ints, vals)
+    return nodes
+
+
 def init_subsample(y_idx: np.ndarray, n_keep: int, random_state=None) -> np.ndarray:
     """A seeded, class-stratified sample of ``n_keep`` rows (sorted), every class kept."""
     y_idx = np.asarray(y_idx)
@@ -157,12 +241,15 @@ def liblinear_init(
     max_nnz: int = DEFAULT_MAX_NNZ,
     random_state=None,
     eps: float | None = None,
+    solver: str = "l2_hinge",
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """W (n_out, m, D) and b (n_out, m) from LIBLINEAR on z (n_out = 1 binary, else C).
 
     With ``use_W=False`` (LCC+SVM) z = γ(x) and W is zero.  The memory of z is
     estimated before it is built; if its entries exceed ``max_nnz`` a seeded,
     class-stratified subsample of rows is used and reported in the info dict.
+    ``solver`` / ``eps``: LIBLINEAR's loss (``liblinear_fit.SOLVERS``; "l2_squared_hinge"
+    is the primal Newton ``-s 2``) and tolerance (None = LIBLINEAR's default).
     """
     if lambda_ <= 0:
         raise ConfigError(f"lambda must be > 0, got {lambda_}")
@@ -171,7 +258,7 @@ def liblinear_init(
     x_nnz = X.nnz if sp.issparse(X) else None
     mem = kronecker_memory(n, k, D, x_nnz, include_x=use_W)
     info: dict = {
-        "solver": "liblinear -s 3 (L2-regularised hinge, dual CD), no -B",
+        "solver": INIT_SOLVERS.get(solver, solver),
         "features": "gamma(x) kron [x; 1]" if use_W else "gamma(x)",
         "estimated_nnz": mem["nnz"],
         "estimated_bytes": mem["total_bytes"],
@@ -194,15 +281,23 @@ def liblinear_init(
     Xs = X if rows is None else X[rows]
     cs = code if rows is None else code.take(rows)
     ys = y_idx if rows is None else y_idx[rows]
-    Z = build_kronecker(Xs, cs, m, include_x=use_W)
+    Z = kronecker_nodes(Xs, cs, m, include_x=use_W)
     info["build_seconds"] = time.perf_counter() - t
-    info["nnz"] = int(Z.nnz)
     N = Z.shape[0]
+    info["nnz"] = int(Z.rowptr[-1] - 2 * N)
     C = 1.0 / (lambda_ * N)
     info["C"] = C
     t = time.perf_counter()
     seed = 1 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
-    Wz, _ = fit_liblinear(Z, ys, C=C, bias=0, eps=eps, seed=seed)  # no -B: the 1 is in z
+    if eps is not None:
+        info["eps"] = float(eps)
+    log: list = []
+    Wz, _ = fit_liblinear(Z, ys, C=C, solver=solver, bias=0, eps=eps, seed=seed, log=log)  # no -B
+    # LIBLINEAR warns once per one-vs-rest problem that stopped at its iteration cap
+    info["max_iter_reached"] = sum("max number of iterations" in line for line in log)
+    iters = [int(line.split("#iter =")[1]) for line in log if "#iter =" in line]
+    if iters:  # dual CD: its outer iterations per problem (the cap is 1000)
+        info["iterations"] = iters
     Wz = np.atleast_2d(Wz)
     info["train_seconds"] = time.perf_counter() - t
     del Z

@@ -62,7 +62,7 @@ from ._validation import (
     InvalidParameter,
     validate_params,
 )
-from .kronecker import DEFAULT_MAX_NNZ, liblinear_init
+from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
 from .linear import cross_validate_C, cv_subsample, grid_edge
 from .llc_sgd import (
     decision_from_codes,
@@ -116,6 +116,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         "lambda_grid": ["array-like", None], "cv_folds": [Interval(Integral, 2, None,
                                                                    closed="left")],
         "cv_max_rows": [Interval(Integral, 10, None, closed="left"), None],
+        "kmeans_sample": [COUNT, None], "kmeans_tol": [POSITIVE, None],
+        "init_solver": [StrOptions(set(INIT_SOLVERS)), None], "init_eps": [POSITIVE, None],
     }
 
     def _check_param_combinations(self):
@@ -246,7 +248,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
         t = time.perf_counter()
         self.anchors_, info["anchors"] = fit_anchors(
-            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=int(seed_anchor)
+            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=int(seed_anchor),
+            sample_rows=self.kmeans_sample, tol=self.kmeans_tol,
         )
         timings["anchors"] = time.perf_counter() - t
         m = self.anchors_.shape[0]
@@ -273,6 +276,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 use_W=use_W,
                 max_nnz=int(self.max_nnz),
                 random_state=int(seed_init),
+                solver=self.init_solver or "l2_hinge",
+                eps=self.init_eps,
             )
         else:
             W, b = np.zeros((n_out, m, D)), np.zeros((n_out, m))
@@ -554,6 +559,17 @@ class LLSVMClassifier(_LocalSVMBase):
         Folds of the λ CV.
     cv_max_rows : int or None, default None
         Run the λ CV on a seeded stratified subsample of this many rows.
+    kmeans_sample : int or None, default None
+        Opt-in speed-up (issue 17): k-means on a seeded sample of this many rows
+        (None = all rows, the default anchors).
+    kmeans_tol : float or None, default None
+        Opt-in: k-means' relative tolerance (None = scikit-learn's 1e-4).
+    init_solver : {"l2_hinge", "l2_squared_hinge"} or None, default None
+        Loss of the LIBLINEAR init: None / "l2_hinge" = ``-s 3`` (dual CD on the hinge of
+        eq. 9); "l2_squared_hinge" = ``-s 2`` (primal Newton on the squared hinge, an
+        opt-in that converges where dual CD hits its iteration cap at large C).
+    init_eps : float or None, default None
+        LIBLINEAR's ``-e`` for the init (None = its default: 0.1 for -s 3, 0.01 for -s 2).
     """
 
     def __init__(
@@ -581,6 +597,10 @@ class LLSVMClassifier(_LocalSVMBase):
         lambda_grid=None,
         cv_folds=5,
         cv_max_rows=None,
+        kmeans_sample=None,
+        kmeans_tol=None,
+        init_solver=None,
+        init_eps=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -605,6 +625,10 @@ class LLSVMClassifier(_LocalSVMBase):
         self.lambda_grid = lambda_grid
         self.cv_folds = cv_folds
         self.cv_max_rows = cv_max_rows
+        self.kmeans_sample = kmeans_sample
+        self.kmeans_tol = kmeans_tol
+        self.init_solver = init_solver
+        self.init_eps = init_eps
 
 
 class LCCSVMClassifier(_LocalSVMBase):
@@ -642,6 +666,10 @@ class LCCSVMClassifier(_LocalSVMBase):
         lambda_grid=None,
         cv_folds=5,
         cv_max_rows=None,
+        kmeans_sample=None,
+        kmeans_tol=None,
+        init_solver=None,
+        init_eps=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -666,3 +694,7 @@ class LCCSVMClassifier(_LocalSVMBase):
         self.lambda_grid = lambda_grid
         self.cv_folds = cv_folds
         self.cv_max_rows = cv_max_rows
+        self.kmeans_sample = kmeans_sample
+        self.kmeans_tol = kmeans_tol
+        self.init_solver = init_solver
+        self.init_eps = init_eps
