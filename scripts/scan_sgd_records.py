@@ -33,6 +33,13 @@ def _ratios(record: dict) -> tuple[float, float] | None:
     return history[1]["objective"] / init, history[kept]["objective"] / init
 
 
+def _version_1(config: dict) -> dict:
+    """The config as numerics version 1 composed it: no ``numerics_version`` and none of
+    the trainer keys that came with version 2 (the λ CV's ``cv_folds``)."""
+    trainer = {k: v for k, v in config["trainer"].items() if k != "cv_folds"}
+    return {**config, "numerics_version": None, "trainer": trainer}
+
+
 def _summary(name: str, ratios: list[tuple[float, float]]) -> str:
     if not ratios:
         return f"  {name}: no records"
@@ -59,8 +66,7 @@ def main(argv=None) -> None:
             for run in plan.runs():
                 if run.config.get("numerics_version") is None:
                     continue  # not an estimator whose numerics changed
-                for key, out in ((run.hash, new),
-                                 (config_hash({**run.config, "numerics_version": None}), old)):
+                for key, out in ((run.hash, new), (config_hash(_version_1(run.config)), old)):
                     if store.has(key) and (r := _ratios(store.load(key))) is not None:
                         out.append(r)
             print(f"[{name}]")
