@@ -38,7 +38,7 @@ def dump(out: str, pairs: str, home: str, mirror: str) -> None:
     from omegaconf import OmegaConf
 
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.runner import build_estimator
+    from llc_bench.experiment.runner import build_estimator, estimator_class
 
     result = {}
     for pair in pairs.split(","):
@@ -49,6 +49,9 @@ def dump(out: str, pairs: str, home: str, mirror: str) -> None:
                                             f"data.home={home}", f"data.mirrors=[{mirror}]",
                                             "data.download=false"])
         cfg = OmegaConf.to_container(cfg, resolve=True)
+        # a null option this tree's conf/ added is unknown to an older estimator: drop it
+        known = set(estimator_class(cfg["trainer"]["name"])().get_params()) | {"name"}
+        cfg["trainer"] = {k: v for k, v in cfg["trainer"].items() if v is not None or k in known}
         ds = load_dataset(cfg["dataset"], seed=0, home=home, mirrors=[mirror], download=False)
         est = build_estimator(cfg)
         if "history" in est.get_params():
