@@ -60,6 +60,8 @@ def one_error(code, err, *words):
     (["model=llsvm", "coding.k=0"], ["coding.k=0", "int >= 1"]),
     (["model=llsvm", "trainer.lambda_=-1"], ["trainer.lambda_=-1", "finite float > 0"]),
     (["model=llsvm", "trainer.epochs=-1"], ["trainer.epochs=-1", "int >= 0"]),
+    (["model=llsvm", "trainer.lambda_grid=[0,1]"], ["trainer.lambda_grid=[0,1]", "> 0"]),
+    (["model=llsvm", "trainer.cv_folds=1"], ["trainer.cv_folds=1", ">= 2"]),
     (["model=sapl", "coding.beta=-1"], ["coding.beta=-1", "> 0", "'auto'"]),
     (["model=llsvm", "coding.power=-1"], ["coding.power=-1", "> 0"]),
     (["model=llsvm", "trainer.learn_anchors=true"], ["trainer.learn_anchors", "soft_knn"]),

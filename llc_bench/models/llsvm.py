@@ -57,8 +57,10 @@ from ..data.stream import SAMPLE_ROWS, is_source
 from ._validation import (
     COUNT,
     COUNT0,
+    FOLDS,
     NON_NEGATIVE,
     POSITIVE,
+    Grid,
     InvalidParameter,
     validate_params,
 )
@@ -113,8 +115,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         "max_nnz": [COUNT], "history": ["boolean"], "random_state": ["random_state"],
         "mu": [POSITIVE], "learn_anchors": ["boolean"], "anchor_scale": [NON_NEGATIVE],
         "anchor_step_max": [POSITIVE, None],
-        "lambda_grid": ["array-like", None], "cv_folds": [Interval(Integral, 2, None,
-                                                                   closed="left")],
+        "lambda_grid": [Grid(POSITIVE), None], "cv_folds": [FOLDS],
         "cv_max_rows": [Interval(Integral, 10, None, closed="left"), None],
         "kmeans_sample": [COUNT, None], "kmeans_tol": [POSITIVE, None],
         "init_solver": [StrOptions(set(INIT_SOLVERS)), None], "init_eps": [POSITIVE, None],
@@ -136,9 +137,6 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             return float(self.lambda_)
         if len(grid) == 1:
             return grid[0]
-        if not all(np.isfinite(v) and v > 0 for v in grid):
-            raise InvalidParameter(type(self).__name__, "lambda_grid", self.lambda_grid,
-                                   reason="every value must be a finite number > 0")
 
         def fit_fold(Xf, yf, lam):
             fold = clone(self).set_params(lambda_=lam, lambda_grid=None, history=False)
