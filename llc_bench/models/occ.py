@@ -340,11 +340,18 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             code_t = as_local_code(basis.encode(test[0])) if test is not None else None
             test_encode += time.perf_counter() - t
 
-            def callback(epoch, W, b, j=j, outs=outs, code=code, code_t=code_t):
+            Y_out = np.ascontiguousarray(Y[:, outs])
+            last: dict = {}
+
+            def objective(W, b, Y_out=Y_out, code=code, last=last):
+                last["objective"], last["F"] = sgd_objective(X, Y_out, code, W, b, lam, use_W)
+                return last["objective"]
+
+            def callback(epoch, W, b, j=j, outs=outs, code_t=code_t, last=last):
                 if epoch == 0:
                     return
                 t_rec = time.perf_counter()
-                F_train[epoch - 1][:, outs] = decision_from_codes(X, code, W, b, use_W)
+                F_train[epoch - 1][:, outs] = last["F"]  # the objective's decision values
                 theta = W if use_W else b
                 reg[j, epoch - 1] = 0.5 * lam * float(np.dot(theta.ravel(), theta.ravel()))
                 if test is not None:
@@ -352,7 +359,6 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                                                                       use_W)
                 timings["history"] += time.perf_counter() - t_rec
 
-            Y_out = np.ascontiguousarray(Y[:, outs])
             W = np.zeros((outs.size, basis.M, D))
             b = np.zeros((outs.size, basis.M))
             t = time.perf_counter()
@@ -360,8 +366,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                 X, Y_out, code, W, b, lambda_=lam, epochs=epochs,
                 t0=self.t0, bias_scale=self.bias_scale, skip=self.skip, use_W=use_W,
                 random_state=seed_fit + j, callback=callback if record else None,
-                objective=lambda W, b, Y_out=Y_out, code=code: sgd_objective(
-                    X, Y_out, code, W, b, lam, use_W)[0])
+                objective=objective)
             timings["train"] += time.perf_counter() - t
             runs.append(run)
             if use_W:
