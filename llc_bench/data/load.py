@@ -176,6 +176,29 @@ def _hold_out(X, y, fraction, seed: int):
     return X[keep], y[keep], X[val], y[val], info
 
 
+def limit_rows(spec: DatasetSpec, seed: int, X_tr, y_tr, X_te, y_te):
+    """``max_train`` / ``max_test`` seeded subsamples (streams 1, 2), then the validation
+    hold-out (stream 3).  ``X_*`` may be arrays or row indices (the streamed loader).
+    Returns (X_tr, y_tr, X_te, y_te, info) with the split sizes before the subsamples
+    and the "subsample" and "validation" provenance of the record."""
+    before = (len(y_tr), len(y_te))
+    keep_tr = subsample(len(y_tr), spec.max_train, seed, 1)
+    keep_te = subsample(len(y_te), spec.max_test, seed, 2)
+    if keep_tr is not None:
+        X_tr, y_tr = X_tr[keep_tr], y_tr[keep_tr]
+    if keep_te is not None:
+        X_te, y_te = X_te[keep_te], y_te[keep_te]
+    validation = None
+    if spec.validation is not None:  # tuning: evaluate on held-out training rows only
+        X_tr, y_tr, X_te, y_te, validation = _hold_out(X_tr, y_tr, spec.validation, seed)
+    subsampled = {"max_train": spec.max_train, "max_test": spec.max_test,
+                  "train": [before[0], len(y_tr)], "test": [before[1], len(y_te)],
+                  "streams": "default_rng([seed, 1]) / default_rng([seed, 2])"}
+    return X_tr, y_tr, X_te, y_te, {
+        "sizes_before": before, "validation": validation,
+        "subsample": subsampled if keep_tr is not None or keep_te is not None else None}
+
+
 def _as_float(X, sparse: bool, value_scale: float | None):
     """float64 copy (C-contiguous array, or CSR when ``sparse``), times ``value_scale``."""
     if sp.issparse(X) and sparse:
@@ -226,17 +249,7 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     names, raw_parts, dropped = _raw_labels(spec, parts)
     loaded = time.perf_counter()
 
-    X_tr, y_tr, X_te, y_te = _split(spec, raw_parts, seed)
-    sizes_before = (len(y_tr), len(y_te))
-    keep_tr = subsample(len(y_tr), spec.max_train, seed, 1)
-    keep_te = subsample(len(y_te), spec.max_test, seed, 2)
-    if keep_tr is not None:
-        X_tr, y_tr = X_tr[keep_tr], y_tr[keep_tr]
-    if keep_te is not None:
-        X_te, y_te = X_te[keep_te], y_te[keep_te]
-    validation = None
-    if spec.validation is not None:  # tuning: evaluate on held-out training rows only
-        X_tr, y_tr, X_te, y_te, validation = _hold_out(X_tr, y_tr, spec.validation, seed)
+    X_tr, y_tr, X_te, y_te, limits = limit_rows(spec, seed, *_split(spec, raw_parts, seed))
     # the classes and the task come from the training rows only
     _check_label_column(spec, parts, y_tr)
     coder = build_coder(spec.task, spec.labels, {names[c] for c in np.unique(y_tr)})
@@ -277,12 +290,9 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
                        "unseen_value": UNSEEN_LABEL} if unseen else {})},
         "rows": {name: int(p.n_rows) for name, p in parts.items()},
         "split": {**spec.split.describe(), "seed": seed, "stratified": False,
-                  "train": sizes_before[0], "test": sizes_before[1]},
-        "subsample": {"max_train": spec.max_train, "max_test": spec.max_test,
-                      "train": [sizes_before[0], len(y_tr)], "test": [sizes_before[1], len(y_te)],
-                      "streams": "default_rng([seed, 1]) / default_rng([seed, 2])"}
-        if keep_tr is not None or keep_te is not None else None,
-        "validation": validation,
+                  "train": limits["sizes_before"][0], "test": limits["sizes_before"][1]},
+        "subsample": limits["subsample"],
+        "validation": limits["validation"],
         "n_train": len(y_tr), "n_test": len(y_te), "n_features": int(X_tr.shape[1]),
         "class_counts": {"train": _counts(y_tr, coder), "test": _counts(y_te, coder)},
         "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)), "scaling": scaling,

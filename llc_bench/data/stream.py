@@ -563,8 +563,8 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
     ``load_dataset`` does them, with the scaler fitted in one streaming pass."""
     from llc_bench.data.dataset import UNSEEN_LABEL, Dataset
     from llc_bench.data.fetch import resolve_source
-    from llc_bench.data.load import _counts, _hold_out
-    from llc_bench.data.preprocess import build_coder, split_indices, subsample
+    from llc_bench.data.load import _counts, limit_rows
+    from llc_bench.data.preprocess import build_coder, split_indices
     from llc_bench.data.reader import validate_download
 
     start = time.perf_counter()
@@ -603,17 +603,8 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
         rows_tr, rows_te = split_indices(spec.split, len(all_tr), seed)
     rows_tr, y_tr, rows_te, y_te = (all_tr[rows_tr], yall_tr[rows_tr], all_te[rows_te],
                                     yall_te[rows_te])
-    sizes_before = (len(y_tr), len(y_te))
-    sub_tr = subsample(len(y_tr), spec.max_train, seed, 1)
-    sub_te = subsample(len(y_te), spec.max_test, seed, 2)
-    if sub_tr is not None:
-        rows_tr, y_tr = rows_tr[sub_tr], y_tr[sub_tr]
-    if sub_te is not None:
-        rows_te, y_te = rows_te[sub_te], y_te[sub_te]
-    test_store, validation = te, None
-    if spec.validation is not None:
-        rows_tr, y_tr, rows_te, y_te, validation = _hold_out(rows_tr, y_tr, spec.validation, seed)
-        test_store = tr
+    rows_tr, y_tr, rows_te, y_te, limits = limit_rows(spec, seed, rows_tr, y_tr, rows_te, y_te)
+    test_store = te if limits["validation"] is None else tr  # held-out rows: training's
     coder = build_coder(spec.task, spec.labels, {names[c] for c in np.unique(y_tr)})
     values = np.array([coder.value_of.get(n, UNSEEN_LABEL) for n in names] + [UNSEEN_LABEL],
                       dtype=np.int64)
@@ -656,12 +647,9 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
                    "dropped": sorted(coder.drop), "classes_from": "training split"},
         "rows": {"train": tr.n_rows, "test": te.n_rows} if files_split else {"all": tr.n_rows},
         "split": {**spec.split.describe(), "seed": seed, "stratified": False,
-                  "train": sizes_before[0], "test": sizes_before[1]},
-        "subsample": {"max_train": spec.max_train, "max_test": spec.max_test,
-                      "train": [sizes_before[0], len(y_tr)], "test": [sizes_before[1], len(y_te)],
-                      "streams": "default_rng([seed, 1]) / default_rng([seed, 2])"}
-        if sub_tr is not None or sub_te is not None else None,
-        "validation": validation,
+                  "train": limits["sizes_before"][0], "test": limits["sizes_before"][1]},
+        "subsample": limits["subsample"],
+        "validation": limits["validation"],
         "n_train": len(y_tr), "n_test": len(y_te), "n_features": tr.n_features,
         "class_counts": {"train": _counts(y_tr, coder), "test": _counts(y_te, coder)},
         "value_scale": source.value_scale, "sparse": False, "scaling": scaling,
