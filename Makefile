@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test lint clean
+.PHONY: run test mutation lint clean
 
 # `make run` trains for real into a scratch store (gitignored), never into the committed
 # results/: a second `make run` finds its records there and says "(cached)".
@@ -15,6 +15,9 @@ run: $(VENV)/.installed          ## set up and run the default experiment: LL-SV
 
 test: $(VENV)/.installed-dev     ## set up with the dev extras and run the test suite
 	$(BIN)/pytest
+
+mutation: $(VENV)/.installed-dev ## plant known bugs in a temporary copy: the fast tests must catch each
+	$(BIN)/python scripts/mutation_smoke.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check llc_bench tests scripts
