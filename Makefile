@@ -14,7 +14,7 @@ run: $(VENV)/.installed          ## set up and run the default experiment: LL-SV
 	@echo "records: $(BIN)/llc-bench results --results-dir $(SCRATCH)"
 
 test: $(VENV)/.installed-dev     ## set up with the dev extras and run the test suite
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 mutation: $(VENV)/.installed-dev ## plant known bugs in a temporary copy: the fast tests must catch each
 	$(BIN)/python scripts/mutation_smoke.py
