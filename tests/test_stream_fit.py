@@ -54,3 +54,21 @@ def test_many_chunks_reach_the_in_memory_accuracy(name, data):
     assert source.n_chunks == 8 and not np.array_equal(a.W_, b.W_)
     assert abs(a.score(Xt, yt) - b.score(Xt, yt)) <= 0.01
     assert b.fit_info_["sgd"]["steps"] == 3 * 900
+
+
+def test_prefetching_the_next_chunk_changes_no_number(data, monkeypatch):
+    """The producer thread (read + encode chunk c+1 during the kernel on chunk c) keeps the
+    draws and the arithmetic of the sequential stream."""
+    import functools
+
+    from llc_bench.models import llc_sgd, llsvm
+
+    store, y, Xt, yt = data
+    source = S.RowSource(store, chunk_rows=128)
+    kw = {"n_anchors": 8, "k": 3, "epochs": 2, "random_state": 5}
+    threaded = LLSVMClassifier(**kw).fit(source, y)
+    monkeypatch.setattr(llsvm, "stream_batches",
+                        functools.partial(llc_sgd.stream_batches, prefetch=False))
+    sequential = LLSVMClassifier(**kw).fit(source, y)
+    np.testing.assert_array_equal(threaded.W_, sequential.W_)
+    np.testing.assert_array_equal(threaded.b_, sequential.b_)

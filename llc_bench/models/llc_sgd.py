@@ -38,16 +38,16 @@ W, and the anchors live on the scale of x; in practice the stable range runs fro
 it the anchors overshoot x and the model collapses within an epoch (the step is
 ∝ β·anchor_scale, so the stable anchor_scale scales like 1/β).  ``anchor_step_max``
 (not in the papers, off by default) is a trust region: it clips the fraction c of
-v_j += c (x - v_j) to [-max, max].  Dense X only
-(CSR is densified by the estimator when it fits in memory).  The kernel is
-``_sgd_kernel.sgd_epoch_anchors_dense``; :func:`sgd_step_anchors_reference` is the
-same step in numpy.
+v_j += c (x - v_j) to [-max, max].  The kernels are
+``_sgd_kernel.sgd_epoch_anchors_dense`` and ``sgd_epoch_anchors_csr`` (CSR X, dense
+anchors); :func:`sgd_step_anchors_reference` is the same step in numpy.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -243,17 +243,23 @@ def run_epoch_anchors(
     X, Y, order, V, W, b, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
     anchor_scale=1.0, anchor_step_max=None,
 ):
-    """One learned-anchor epoch with the numba kernel (dense X); W, b, V in place.
+    """One learned-anchor epoch with the numba kernel (dense or CSR X); W, b, V in place.
 
     Returns (t, count, k* per step)."""
-    if sp.issparse(X):
-        raise ConfigError("learn_anchors needs dense X (densify it first)")
     kind, param, k = coding_kernel_args(coding)
     k = min(k, V.shape[0])
     order = np.ascontiguousarray(order, dtype=np.int64)
     ks = np.empty(order.shape[0], dtype=np.int64)
-    t, count = K.sgd_epoch_anchors_dense(
-        X, Y, order, V, W, b, float(lambda_), float(t0), int(t), int(count), int(skip),
+    rows = (X,)
+    kernel = K.sgd_epoch_anchors_dense
+    if sp.issparse(X):
+        X = X.tocsr()
+        if not X.has_canonical_format:  # ||x||² of the kernel needs summed duplicates
+            X = X.copy()
+            X.sum_duplicates()
+        rows, kernel = (X.data, X.indices, X.indptr), K.sgd_epoch_anchors_csr
+    t, count = kernel(
+        *rows, Y, order, V, W, b, float(lambda_), float(t0), int(t), int(count), int(skip),
         float(bias_scale), bool(use_W), int(kind), float(param), int(k), float(anchor_scale), ks,
         1e300 if anchor_step_max is None else float(anchor_step_max),  # finite: fastmath
     )
@@ -470,7 +476,7 @@ def train_llc_sgd(
 
     ``learn_anchors=True`` (LLC-SAPL / LLC-JO) also needs ``anchors`` (m, D) float64
     C-ordered, moved in place, and the fitted ``coding`` (soft_knn or adaptive_knn) that
-    encodes every step; X must be dense.  ``code`` is then only used by the calibration
+    encodes every step; X dense or CSR.  ``code`` is then only used by the calibration
     (the initial codes).  ``anchor_scale`` multiplies the anchor rate; ``anchor_step_max``
     (None = off, the papers' step) clips the fraction c of each anchor move
     v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a list, receives one dict per
@@ -496,8 +502,6 @@ def train_llc_sgd(
     if skip < 1:
         raise ConfigError(f"skip must be >= 1, got {skip}")
     if sp.issparse(X):
-        if learn_anchors:
-            raise ConfigError("learn_anchors needs dense X")
         X = X.tocsr()
     if learn_anchors:
         coding_kernel_args(coding)  # a coding with an anchor gradient, fitted
@@ -587,18 +591,38 @@ def in_memory_batches(X, Y, code):
     return lambda rng: [(X, Y, code, rng.permutation(X.shape[0]))]
 
 
-def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None):
+def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefetch=True):
     """The streaming producer over a chunked source (``llc_bench.data.stream``): the
     chunks in a seeded order (no draw for a single chunk, so one chunk replays the
     in-memory epoch), each with ``rng.permutation`` of its rows; targets from ``y_idx``
-    and codes (``encode(X_c)``; None when the anchors are learned) per chunk."""
+    and codes (``encode(X_c)``; None when the anchors are learned) per chunk.
+
+    ``prefetch``: read, scale and encode the next chunk in a second thread while the
+    (nogil) kernel trains on the current one.  The draws and every number are the same
+    as without it (one producer, in order); at most two chunks are in memory."""
     def produce(rng):
         chunks = rng.permutation(source.n_chunks) if source.n_chunks > 1 else [0]
         for c, Xc in source.iter_chunks(chunks):
             lo, hi = source.bounds(c)
             Yc = labels_matrix(y_idx[lo:hi], n_classes)
             yield Xc, Yc, None if encode is None else encode(Xc), rng.permutation(hi - lo)
-    return produce
+
+    if not prefetch or source.n_chunks == 1:
+        return produce
+    return lambda rng: _prefetched(produce(rng))
+
+
+_END = object()
+
+
+def _prefetched(items: Iterator):
+    """Yield from ``items``, computing the next item in a worker thread meanwhile."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="llc-prefetch") as pool:
+        pending = pool.submit(next, items, _END)
+        while (item := pending.result()) is not _END:
+            pending = pool.submit(next, items, _END)
+            yield item
+            item = None  # let the chunk go before the next one is waited for
 
 
 def _restore(saved, W, b, anchors) -> None:

@@ -74,9 +74,6 @@ from .llc_sgd import (
     train_llc_sgd,
 )
 
-#: Largest n·D for which CSR input is densified for ``learn_anchors`` (400 MB).
-MAX_DENSE_ENTRIES = 50_000_000
-
 #: Rows × (anchors + outputs) per chunk of the prediction GEMM.
 _PREDICT_CHUNK_ENTRIES = 1 << 22
 
@@ -209,14 +206,6 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             X = np.empty((0, source.n_features))  # the sample replaces it below
         learn = bool(self.learn_anchors)
         notes = []
-        if learn and sp.issparse(X):
-            if X.shape[0] * X.shape[1] > MAX_DENSE_ENTRIES:
-                raise ValueError(
-                    f"learn_anchors needs dense X; {X.shape[0]} x {X.shape[1]} is above "
-                    f"{MAX_DENSE_ENTRIES} entries"
-                )
-            X = np.ascontiguousarray(X.toarray())
-            notes.append("learn_anchors: sparse X densified for training")
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         n_classes = len(self.classes_)
@@ -234,7 +223,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             notes.append(f"streamed: {source.n_rows} rows in {source.n_chunks} chunks of "
                          f"≤ {source.chunk_rows}; λ CV, anchors, coding, init, η0 calibration, "
                          f"kept-epoch objective and training history on a seeded sample of "
-                         f"{len(rows)} rows")
+                         f"{len(rows)} rows; the next chunk is read and encoded in a "
+                         f"second thread during the SGD on the current one")
         n, D = X.shape
         use_W = bool(self.use_W)
         self._use_W_fit = use_W  # what predict uses, whatever set_params does later
