@@ -296,9 +296,6 @@ def test_train_llc_sgd_learn_anchors_api():
     with pytest.raises(ConfigError):
         train_llc_sgd(X, Y, code, W, b, lambda_=0.1, learn_anchors=True, anchors=V,
                       coding=make_coding("inverse_distance", k=3))
-    with pytest.raises(ConfigError):
-        train_llc_sgd(sp.csr_matrix(X), Y, code, W, b, lambda_=0.1, learn_anchors=True,
-                      anchors=V, coding=coding)
     stats, seen = [], []
     V1 = V.copy()
     _, _, info = train_llc_sgd(
@@ -363,11 +360,11 @@ def test_multiclass_shares_one_anchor_set_and_lcc_variant():
     lcc = LLSVMClassifier(n_anchors=6, k=3, coding="soft_knn", learn_anchors=True, use_W=False,
                           anchor_scale=0.05, epochs=2, random_state=0).fit(X, y)
     assert not lcc.W_.any() and not np.array_equal(lcc.anchors_, lcc.initial_anchors_)
-    # CSR input is densified for anchor learning, same model
+    # CSR input trains on its rows (the CSR kernel), same model
     s = LLSVMClassifier(n_anchors=6, k=3, coding="soft_knn", learn_anchors=True,
                         anchor_scale=0.05, epochs=2, random_state=0).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(s.anchors_, clf.anchors_, rtol=1e-6, atol=1e-8)
-    assert any("densified" in n for n in s.fit_info_["notes"])
+    assert not any("densified" in n for n in s.fit_info_["notes"])
 
 
 def test_jo_fixed_history_and_bad_parameters():

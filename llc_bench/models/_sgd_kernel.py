@@ -28,7 +28,8 @@ The per-anchor factor g_a of ∂f/∂v_j = g_a (h_j - f)(x - v_j) is 2β γ_a
 (soft_knn) or 2μ / Σ_l(λ - η_l) (adaptive_knn, λ frozen).  ``step_max`` (not in
 the papers) clips the fraction c of v_j += c (x - v_j) to [-step_max, step_max]
 (1: an anchor never moves past x in one step); "off" is 1e300, not inf, because
-fastmath lets LLVM assume that no value is infinite.
+fastmath lets LLVM assume that no value is infinite.  :func:`sgd_epoch_anchors_csr` is
+the same epoch on CSR rows (anchors dense, moved through a scale per anchor).
 """
 
 from __future__ import annotations
@@ -350,4 +351,145 @@ def sgd_epoch_anchors_dense(
         W *= sw
     if sb != 1.0:
         b *= sb
+    return t, count
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _nearest_csr(data, indices, lo, hi, xx, U, s, vv, k, xv, idx, dist):
+    """:func:`_nearest` for a CSR row x against v_j = s_j U[:, j] (U (D, m), ||v_j||² = vv_j):
+    d_j = ||x||² - 2 x·v_j + ||v_j||², clipped at 0; xv receives x·v_j."""
+    m = U.shape[1]
+    for j in range(m):
+        xv[j] = 0.0
+    for q in range(lo, hi):  # one contiguous row of U per non-zero of x
+        col = indices[q]
+        xq = data[q]
+        for j in range(m):
+            xv[j] += U[col, j] * xq
+    cnt = 0
+    for j in range(m):
+        xv[j] *= s[j]
+        e = max(xx - 2.0 * xv[j] + vv[j], 0.0)
+        if cnt < k or e < dist[cnt - 1]:
+            a = cnt if cnt < k else k - 1
+            while a > 0 and dist[a - 1] > e:
+                dist[a] = dist[a - 1]
+                idx[a] = idx[a - 1]
+                a -= 1
+            dist[a] = e
+            idx[a] = j
+            if cnt < k:
+                cnt += 1
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def sgd_epoch_anchors_csr(
+    data, indices, indptr, Y, order, V, W, b, lam, t0, t, count, skip, bias_scale, use_W,
+    kind, param, k, anchor_scale, n_active, step_max=1e300,
+):
+    """:func:`sgd_epoch_anchors_dense` on CSR rows (same steps, same order); V stays dense.
+
+    The anchors live in a transposed working copy U (D, m), v_j = s_j U[:, j], with
+    ||v_j||² kept up to date, so a step costs O(m·nnz(x)), not O(m·D): the move
+    v_j += c (x - v_j) is s_j *= 1 - c, U[:, j] += c/s_j x on the non-zeros of x, and
+    ||v_j||² = (1-c)²||v_j||² + 2c(1-c) x·v_j + c²||x||².  A scale outside
+    [_FOLD_BELOW, 1/_FOLD_BELOW] (c near 1) is folded into its column (O(D)); the scales
+    are folded back into V when the call returns.  Agrees with the dense kernel to
+    rounding (distances by the expansion, not Σ(x_d - v_d)²)."""
+    n_cls, m, D = W.shape
+    U = np.ascontiguousarray(V.T)
+    s = np.ones(m)
+    vv = np.empty(m)
+    for j in range(m):
+        acc = 0.0
+        for d in range(D):
+            acc += V[j, d] * V[j, d]
+        vv[j] = acc
+    sw = 1.0
+    sb = 1.0
+    xv = np.empty(m)
+    idx = np.empty(k, np.int64)
+    dist = np.empty(k)
+    gam = np.empty(k)
+    g = np.empty(k)
+    h = np.empty((n_cls, k))
+    f = np.empty(n_cls)
+    viol = np.empty(n_cls, np.bool_)
+    for p in range(order.shape[0]):
+        i = order[p]
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        xx = 0.0
+        for q in range(lo, hi):
+            xx += data[q] * data[q]
+        eta = 1.0 / (lam * (t + t0))
+        _nearest_csr(data, indices, lo, hi, xx, U, s, vv, k, xv, idx, dist)
+        ka = _weights(dist, kind, param, gam, g)
+        n_active[p] = ka
+        any_viol = False
+        for c in range(n_cls):
+            fc = 0.0  # eq. (11) on the non-zeros of x
+            for a in range(ka):
+                j = idx[a]
+                acc = 0.0
+                if use_W:
+                    for q in range(lo, hi):
+                        acc += W[c, j, indices[q]] * data[q]
+                h[c, a] = sw * acc + sb * b[c, j]
+                fc += gam[a] * h[c, a]
+            f[c] = fc
+            viol[c] = 1.0 - Y[i, c] * fc > 0.0
+            any_viol = any_viol or viol[c]
+        if any_viol:
+            for a in range(ka):  # eq. (16, 21): anchors first, pre-update W, b
+                j = idx[a]
+                acc = 0.0
+                for c in range(n_cls):
+                    if viol[c]:
+                        acc += Y[i, c] * (h[c, a] - f[c])
+                step = eta * anchor_scale * g[a] * acc
+                step = min(max(step, -step_max), step_max)
+                if step == 0.0:
+                    continue
+                r = 1.0 - step
+                s_new = s[j] * r
+                if abs(s_new) < _FOLD_BELOW or abs(s_new) > 1.0 / _FOLD_BELOW:
+                    acc = 0.0  # fold: U[:, j] = v_j after the move, s_j = 1
+                    for d in range(D):
+                        U[d, j] *= s_new
+                    for q in range(lo, hi):
+                        U[indices[q], j] += step * data[q]
+                    for d in range(D):
+                        acc += U[d, j] * U[d, j]
+                    vv[j] = acc
+                    s[j] = 1.0
+                else:
+                    vv[j] = max(r * r * vv[j] + 2.0 * step * r * xv[j] + step * step * xx, 0.0)
+                    s[j] = s_new
+                    cj = step / s_new
+                    for q in range(lo, hi):
+                        U[indices[q], j] += cj * data[q]
+            for c in range(n_cls):
+                if not viol[c]:
+                    continue
+                for a in range(ka):
+                    j = idx[a]
+                    gc = eta * Y[i, c] * gam[a]
+                    if use_W:  # eq. (17) on the non-zeros of x
+                        gw = gc / sw
+                        for q in range(lo, hi):
+                            W[c, j, indices[q]] += gw * data[q]
+                    b[c, j] += gc * bias_scale / sb  # eq. (18)
+        count -= 1
+        if count <= 0:  # eq. (19)
+            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
+            count = skip
+        t += 1
+    if sw != 1.0:
+        W *= sw
+    if sb != 1.0:
+        b *= sb
+    for j in range(m):
+        for d in range(D):
+            V[j, d] = s[j] * U[d, j]
     return t, count
