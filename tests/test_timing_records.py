@@ -31,6 +31,7 @@ def test_a_run_records_its_threads_and_window_and_logs_start_and_end(tmp_path):
     threads = record["threads"]
     assert set(threads["env"]) == set(THREAD_VARS) and isinstance(threads["single"], bool)
     assert threads["numba"] is None or threads["numba"] >= 1
+    assert record["memory"]["peak_rss_mb"] > 50  # this process: Python + numpy at least
     window = record["run_window"]
     (run,) = read_log(tmp_path / "results")
     assert run["id"] == window["id"] and run["hash"] == record["config_hash"]

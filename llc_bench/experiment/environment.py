@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def code_revision() -> dict[str, object] | None:
 def host_info() -> dict[str, object]:
     return {"node": platform.node(), "platform": platform.platform(),
             "machine": platform.machine(), "cpus": os.cpu_count()}
+
+
+def peak_rss_mb() -> float | None:
+    """The process's peak resident set size so far, in MB (None where unsupported)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return None
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return round(kib / 1024 * (1 / 1024 if sys.platform == "darwin" else 1), 1)
 
 
 #: Environment variables that set the thread count of BLAS, OpenMP and numba

@@ -25,6 +25,7 @@ from llc_bench.experiment.environment import (
     code_revision,
     host_info,
     package_versions,
+    peak_rss_mb,
     thread_settings,
 )
 from llc_bench.experiment.metrics import accuracy, hinge_loss
@@ -303,6 +304,9 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         "code_revision": code_revision(),
         "host": host_info(),
         "threads": thread_settings(),
+        "memory": {"peak_rss_mb": peak_rss_mb(),
+                   "scope": "the whole process up to the end of this run (a multi-run "
+                            "process reports its peak so far)"},
         "run_window": window.record() if window is not None else None,
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
