@@ -5,7 +5,9 @@ Equation numbers refer to ``../shared/papers/ml3_fornoni_acml2013.md``.
 
 Layout shared by both versions
 ------------------------------
-* ``X`` (n, D+1): samples with a constant 1 appended (one bias per local model).
+* ``X`` (n, D+1): samples with a constant 1 appended (one bias per local model);
+  :func:`sgd_epoch_csr` takes CSR rows without it (the 1 is implicit), so a step
+  costs O(c·m·nnz(x)) and sparse data stay sparse.
 * ``W`` (c, m, D+1): ``c`` classes, ``m`` local linear models per class.  The
   kernel stores it flattened to (c*m, D+1) as ``W = a * V`` with a scalar ``a``
   (``state[0]``) and tracks ``||W||_F^2`` (``state[1]``) incrementally, so the
@@ -110,6 +112,32 @@ def _beta_star(v, lo, m, p, q, out):
     return sq
 
 
+@njit(cache=True, inline="always")
+def _row_scores(V, X, data, indices, indptr, sparse, i, scores):
+    """scores = V x_i; CSR rows carry the appended 1 implicitly (V's last column)."""
+    if not sparse:
+        np.dot(V, X[i], scores)
+        return
+    last = V.shape[1] - 1
+    for r in range(V.shape[0]):
+        s = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            s += V[r, indices[k]] * data[k]
+        scores[r] = s + V[r, last]
+
+
+@njit(cache=True, inline="always")
+def _row_axpy(M, row, g, X, data, indices, indptr, sparse, i):
+    """M[row] += g x_i (x_i with its appended 1)."""
+    if not sparse:
+        for d in range(X.shape[1]):
+            M[row, d] += g * X[i, d]
+        return
+    for k in range(indptr[i], indptr[i + 1]):
+        M[row, indices[k]] += g * data[k]
+    M[row, M.shape[1] - 1] += g
+
+
 @njit(cache=True)
 def sgd_epoch(V, U, state, X, xx, y, order, beta_true, beta_neg, lam, s0, t_start,
               radius2, p, q, n_models, average, scores, bneg):
@@ -119,6 +147,24 @@ def sgd_epoch(V, U, state, X, xx, y, order, beta_true, beta_neg, lam, s0, t_star
     and ``bneg`` (m,) are work buffers.  Returns (number of steps with a
     positive loss, sum of the losses seen before each step).
     """
+    no_i = np.empty(0, np.int64)
+    return _epoch(V, U, state, X, np.empty(0), no_i, no_i, False, xx, y, order, beta_true,
+                  beta_neg, lam, s0, t_start, radius2, p, q, n_models, average, scores, bneg)
+
+
+@njit(cache=True)
+def sgd_epoch_csr(V, U, state, data, indices, indptr, xx, y, order, beta_true, beta_neg, lam,
+                  s0, t_start, radius2, p, q, n_models, average, scores, bneg):
+    """:func:`sgd_epoch` on CSR rows (data, indices, indptr) of X *without* the appended 1
+    (V's last column is its weight); ``xx[i] = ||x_i||^2 + 1``.  O(c·m·nnz) per step."""
+    return _epoch(V, U, state, np.empty((0, 0)), data, indices, indptr, True, xx, y, order,
+                  beta_true, beta_neg, lam, s0, t_start, radius2, p, q, n_models, average,
+                  scores, bneg)
+
+
+@njit(cache=True)
+def _epoch(V, U, state, X, data, indices, indptr, sparse, xx, y, order, beta_true, beta_neg,
+           lam, s0, t_start, radius2, p, q, n_models, average, scores, bneg):
     m = n_models
     n_classes = V.shape[0] // m
     fixed = beta_neg.shape[0] > 0
@@ -129,9 +175,8 @@ def sgd_epoch(V, U, state, X, xx, y, order, beta_true, beta_neg, lam, s0, t_star
     loss_sum = 0.0
     for j in range(order.shape[0]):
         i = order[j]
-        x = X[i]
         yi = y[i]
-        np.dot(V, x, scores)  # V x; the scores W_y x are a * (V x)
+        _row_scores(V, X, data, indices, indptr, sparse, i, scores)  # W_y x = a (V x)
         # eq. 13b: frozen true-class term beta_{W^t,i,y_i}^T W_{y_i} x
         s_true = 0.0
         for r in range(m):
@@ -186,22 +231,16 @@ def sgd_epoch(V, U, state, X, xx, y, order, beta_true, beta_neg, lam, s0, t_star
                     nt += b * b
                     row = yi * m + r
                     g = coef * b
-                    for d in range(x.shape[0]):
-                        V[row, d] += g * x[d]
-                    if average:
-                        ga = alpha * g
-                        for d in range(x.shape[0]):
-                            U[row, d] -= ga * x[d]
+                    _row_axpy(V, row, g, X, data, indices, indptr, sparse, i)
+                    if average:  # -(alpha g) x: the same bits as U -= alpha g x
+                        _row_axpy(U, row, -(alpha * g), X, data, indices, indptr, sparse, i)
                 b = bneg[r]
                 if b != 0.0:
                     row = yb * m + r
                     g = coef * b
-                    for d in range(x.shape[0]):
-                        V[row, d] -= g * x[d]
+                    _row_axpy(V, row, -g, X, data, indices, indptr, sparse, i)
                     if average:
-                        ga = alpha * g
-                        for d in range(x.shape[0]):
-                            U[row, d] += ga * x[d]
+                        _row_axpy(U, row, alpha * g, X, data, indices, indptr, sparse, i)
             # ||shrink W + G||^2 with <W, G> = eta (s_true - best), blocks disjoint
             sqn = (shrink * shrink * sqn + 2.0 * shrink * eta * (s_true - best)
                    + eta * eta * xx[i] * (nt + nb))

@@ -39,7 +39,7 @@ batches are consecutive slices of per-pass random permutations of the rows (the
 reference draws each batch independently); (L4) keeps the factor σ (the reference
 drops it; the same for the default σ = 1); multi-class is one-vs-all with one tree per
 class (the reference is binary; ML.NET wraps it one-vs-all), all trees seeing the same
-batches.  CSR input is densified for training (prediction takes CSR as is).
+batches.  CSR input stays sparse (the kernel's CSR form: O(M·nnz) per row).
 
 After ``fit``: ``W_``, ``theta_prime_`` (K, M, d + 1), ``theta_`` (K, L, d + 1) with
 K = 1 (scoring ``classes_[1]``) for binary problems, ``gate_sharpness_`` (K,) the
@@ -58,7 +58,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from ._ldkl_kernel import ldkl_sgd_steps
+from ._ldkl_kernel import ldkl_sgd_steps, ldkl_sgd_steps_csr
 from ._validation import (
     COUNT,
     COUNT0,
@@ -70,9 +70,6 @@ from ._validation import (
     labels_from_scores,
     validate_params,
 )
-
-#: Largest n·d for which CSR training input is densified (400 MB).
-MAX_DENSE_ENTRIES = 50_000_000
 
 #: Rows drawn to set the gate sharpness (the reference's NumberOfSamplesForGammaUpdate).
 GATE_SAMPLE = 100
@@ -243,12 +240,11 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         validate_params(self)
         X, y_idx = check_fit_data(self, X, y)
         notes = []
+        rows = (X,)
+        steps_kernel = ldkl_sgd_steps
         if sp.issparse(X):
-            if X.shape[0] * X.shape[1] > MAX_DENSE_ENTRIES:
-                raise ValueError(f"LDKL trains on dense X; {X.shape[0]} x {X.shape[1]} is above "
-                                 f"{MAX_DENSE_ENTRIES} entries")
-            X = np.ascontiguousarray(X.toarray())
-            notes.append("sparse X densified for training")
+            X = X.tocsr()
+            rows, steps_kernel = (X.data, X.indices, X.indptr), ldkl_sgd_steps_csr
         n, d = X.shape
         K = 1 if len(self.classes_) == 2 else len(self.classes_)
         Y = (np.where(y_idx == 1, 1.0, -1.0)[None, :] if K == 1
@@ -304,7 +300,7 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             gate_rows = rng.integers(0, n, size=GATE_SAMPLE)
             for c in range(K):
                 s[c] = self._gate_sharpness(X, gate_rows, Th[c], t + 1, T)
-                ldkl_sgd_steps(X, Y[c], batches, t + 1, W[c], Th[c], Tp[c], *lam, sigma, s[c])
+                steps_kernel(*rows, Y[c], batches, t + 1, W[c], Th[c], Tp[c], *lam, sigma, s[c])
             next_t = t + steps
             if self.history and any(t < cp <= next_t for cp in checkpoints):
                 hist_time += record(next_t)

@@ -27,7 +27,8 @@ Choices where the paper leaves room (released code in ``DESIGN.md`` §7):
   p-norm (on the surface of the positive p-ball, where beta* lies).
 * ``lambda_=None`` is the released default ``1/n``; the projection radius is
   the paper's ``sqrt(2n/lambda)``.
-* Sparse input is densified (ML3 is a dense-model method; D+1 floats per row).
+* Sparse input stays sparse (CSR rows, the appended 1 implicit; the models W are
+  dense): training steps cost O(c m nnz(x)) and scores are sparse-dense products.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
-from ._ml3_kernel import latent_scores_rows, sgd_epoch
+from ..coding.local import row_sq_norms
+from ._ml3_kernel import latent_scores_rows, sgd_epoch, sgd_epoch_csr
 from ._validation import (
     COUNT,
     COUNT0,
@@ -135,6 +137,25 @@ def _extend(X):
     return Xe
 
 
+def _rows(X):
+    """The rows the kernels take: dense [X, 1] (:func:`_extend`), or canonical CSR X with
+    the appended 1 left implicit."""
+    if not sp.issparse(X):
+        return _extend(X)
+    X = sp.csr_matrix(X, dtype=np.float64)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
+def _products(Xe, W2):
+    """Xe [X, 1] times W2ᵀ (r, D+1) -> (n, r); for CSR rows the 1 is W2's last column."""
+    if sp.issparse(Xe):
+        return np.asarray(Xe @ W2[:, :-1].T) + W2[:, -1]
+    return Xe @ W2.T
+
+
 def _class_scores(Xe, W, p):
     """s(x, y) for all rows and classes, (n, c): one BLAS matmul per row chunk,
     then the q-norm of the positive parts (numba loop over the result)."""
@@ -145,7 +166,7 @@ def _class_scores(Xe, W, p):
     out = np.empty((Xe.shape[0], n_classes))
     step = max(1, _CHUNK_ELEMS // (n_classes * m))
     for lo in range(0, Xe.shape[0], step):
-        Z = Xe[lo:lo + step] @ W2.T  # (rows, c*m): W_y x for every class
+        Z = _products(Xe[lo:lo + step], W2)  # (rows, c*m): W_y x for every class
         latent_scores_rows(Z, m, p, q, out[lo:lo + step])  # eq. 16 row by row
     return out
 
@@ -157,7 +178,7 @@ def _true_class_beta(Xe, y, W, p):
     for c in range(n_classes):
         idx = np.flatnonzero(y == c)
         if idx.size:
-            out[idx] = beta_star(Xe[idx] @ W[c].T, p)
+            out[idx] = beta_star(_products(Xe[idx], W[c]), p)
     return out
 
 
@@ -253,17 +274,13 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # accepted, densified
+        tags.input_tags.sparse = True  # kept sparse (CSR)
         return tags
 
     def _check_param_combinations(self):
         if self.lambda_grid is not None and self.lambda_ is not None:
             raise InvalidParameter(type(self).__name__, "lambda_", self.lambda_,
                                    reason="give lambda_ or lambda_grid, not both")
-
-    @staticmethod
-    def _dense(X):
-        return X.toarray() if sp.issparse(X) else X
 
     # -- training ---------------------------------------------------------
     def fit(self, X, y, eval_set=None):
@@ -272,15 +289,14 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
                              dtype=np.float64)
         check_classification_targets(y)
-        X = self._dense(X)
         classes, y_enc = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError(f"ML3Classifier needs samples of at least 2 classes; "
                              f"got 1 class ({classes[0]!r})")
         self.classes_ = classes
         y_enc = np.ascontiguousarray(y_enc, dtype=np.int64)
-        Xe = _extend(X)
-        n, d1 = Xe.shape
+        Xe = _rows(X)
+        n, d1 = X.shape[0], X.shape[1] + 1
         n_classes, m, p = classes.size, int(self.n_models), float(self.p)
         q = _dual_exponent(p)
         t_start = time.perf_counter()
@@ -301,14 +317,24 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         t_cv = time.perf_counter() - t_start
         radius2 = 2.0 * n / lam  # ||W*||_F^2 <= 2n / lambda (ML3 §3)
         rng = check_random_state(self.random_state)
-        xx = np.einsum("ij,ij->i", Xe, Xe)
+        if sp.issparse(Xe):
+            xx = row_sq_norms(Xe) + 1.0
+
+            def epoch(*args):  # ||[x, 1]||² above, the 1 implicit in the kernel
+                return sgd_epoch_csr(V, U, state, Xe.data, Xe.indices, Xe.indptr, xx, y_enc,
+                                     *args)
+        else:
+            xx = np.einsum("ij,ij->i", Xe, Xe)
+
+            def epoch(*args):
+                return sgd_epoch(V, U, state, Xe, xx, y_enc, *args)
 
         test = None
         if eval_set is not None:
             X_te, y_te = eval_set
-            X_te = self._dense(validate_data(self, X_te, accept_sparse=["csr", "csc", "coo"],
-                                             dtype=np.float64, reset=False))
-            test = (_extend(X_te), np.asarray(y_te))
+            X_te = validate_data(self, X_te, accept_sparse=["csr", "csc", "coo"],
+                                 dtype=np.float64, reset=False)
+            test = (_rows(X_te), np.asarray(y_te))
 
         V = np.zeros((n_classes * m, d1))
         U = np.zeros((1, 1))
@@ -333,8 +359,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
                 idx = order[lo:lo + chunk]
                 b_all = _random_beta(rng, (idx.size, n_classes, m), p)
                 b_true = np.ascontiguousarray(b_all[np.arange(idx.size), y_enc[idx]])
-                sgd_epoch(V, U, state, Xe, xx, y_enc, idx, b_true, b_all, lam,
-                          2.0 * n * epochs, float(lo), radius2, p, q, m, False, scores, bneg)
+                epoch(idx, b_true, b_all, lam, 2.0 * n * epochs, float(lo), radius2, p, q, m,
+                      False, scores, bneg)
             epochs += 1
         fold()
         t_init = time.perf_counter() - t0
@@ -351,10 +377,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             if last_avg:
                 U = np.zeros_like(V)
                 state[2] = 0.0
-            n_viol, _ = sgd_epoch(V, U, state, Xe, xx, y_enc, order,
-                                  np.ascontiguousarray(beta_t[order]), no_neg, lam,
-                                  2.0 * n * epochs, 0.0, radius2, p, q, m, last_avg,
-                                  scores, bneg)
+            n_viol, _ = epoch(order, np.ascontiguousarray(beta_t[order]), no_neg, lam,
+                              2.0 * n * epochs, 0.0, radius2, p, q, m, last_avg, scores, bneg)
             epochs += 1
             if last_avg:  # Alg. 2 line 8: mean of the n iterates
                 V[...] = (U + state[2] * V) / n
@@ -400,7 +424,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64,
                           reset=False)
-        return _class_scores(_extend(self._dense(X)), self.W_, float(self.p))
+        return _class_scores(_rows(X), self.W_, float(self.p))
 
     def decision_function(self, X):
         """Class scores s(x, y) (n, c); binary: s(x, classes_[1]) - s(x, classes_[0]), (n,)."""
@@ -423,7 +447,7 @@ def select_lambda(X, y, grid, folds=5, random_state=None, **params):
     ``(best_lambda, {lambda: mean CV error})``; ties go to the first grid value.
     (``sklearn.model_selection.GridSearchCV`` over ``lambda_`` works as well.)
     """
-    X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     folds_ok = min(folds, int(np.bincount(np.unique(y, return_inverse=True)[1]).min()))
     cv = StratifiedKFold(n_splits=max(2, folds_ok), shuffle=True, random_state=random_state)
