@@ -7,6 +7,11 @@ made first in a child process (so its memory does not count) and reused afterwar
     python scripts/bench_stream.py --n-train 100000 --model llsvm --epochs 2
     python scripts/bench_stream.py --n-train 8100000 --model llsvm --epochs 10   # quiet machine
     python scripts/bench_stream.py --n-train 8100000 --model sapl --epochs 1
+    python scripts/bench_stream.py --record results/runs/<hash>.json   # a finished `llc-bench run`
+
+With ``--record``, the figures come from the record of a finished ``llc-bench run`` (its
+phase timings, epoch seconds and the process's peak RSS, ``memory.peak_rss_mb``, which is
+the whole run's when the run had a process of its own); only the GEMM floor is timed here.
 """
 
 from __future__ import annotations
@@ -69,8 +74,52 @@ def gemm_floor(source, m: int, rows: int) -> float:
     return best * source.n_rows / len(X)
 
 
+def from_record(path: str, home: str, mirror: str) -> dict:
+    """The bench figures of a finished streamed run, and the GEMM floor on its data."""
+    from llc_bench.data import load_dataset
+
+    record = json.loads(Path(path).read_text())
+    config, fit = record["config"], record["fit_info"]
+    ds = load_dataset(config["dataset"], seed=record["seed"], home=home, mirrors=[mirror],
+                      download=False)
+    m = record["model_size"]["n_anchors"]
+    epochs = fit["sgd"]["epoch_seconds"]
+    floor = gemm_floor(ds.X_train, m, 65_536) if hasattr(ds.X_train, "iter_chunks") else None
+    t = record["timings"]
+    phases = {k: v for k, v in t.items() if k.startswith("fit_") or k in ("load", "preprocess")}
+    phases.update(train=t["train"], predict_test=t["test_total"])
+    return {
+        "dataset": record["dataset"], "model": record["model"], "record": Path(path).name,
+        "rows": record["data"]["n_train"], "features": record["data"]["n_features"],
+        "anchors": m, "streamed": bool(record["data"].get("row_store", {}).get("streamed")),
+        "chunks": getattr(ds.X_train, "n_chunks", 1), "epochs": len(epochs),
+        "peak_rss_gb": round(record["memory"]["peak_rss_mb"] / 1024, 3),
+        "threads": record["threads"]["env"],
+        "phases_s": {k: round(v, 2) for k, v in phases.items()},
+        "sgd_epoch_s": round(float(np.mean(epochs)), 2) if epochs else None,
+        "gemm_floor_s": round(floor, 2) if floor else None,
+        "epoch_over_floor": round(float(np.mean(epochs)) / floor, 2) if epochs and floor else None,
+        "test_accuracy": round(100 * record["metrics"]["test_accuracy"], 2),
+        "kept_epoch": fit["sgd"].get("kept_epoch"),
+    }
+
+
+def report(out: dict, path: str | None) -> None:
+    print(f"{out['dataset']} x {out['model']}: {out['rows']} rows x {out['features']}, "
+          f"m = {out['anchors']}, {out['chunks']} chunks, {out['epochs']} epochs")
+    for k, v in out["phases_s"].items():
+        print(f"  {k:<44} {v:>9.2f} s")
+    print(f"  SGD epoch {out['sgd_epoch_s']} s; distance-GEMM floor {out['gemm_floor_s']} s "
+          f"(x{out['epoch_over_floor']})")
+    print(f"  peak RSS {out['peak_rss_gb']} GB; test accuracy {out['test_accuracy']}%")
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(out, indent=1) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--record", help="report a finished run's record instead of running")
     ap.add_argument("--dataset", default="infimnist")
     ap.add_argument("--n-train", type=int, default=100_000)
     ap.add_argument("--model", default="llsvm")
@@ -81,6 +130,8 @@ def main() -> None:
     ap.add_argument("--out", help="also write the figures as JSON here")
     ap.add_argument("override", nargs="*", help="more Hydra overrides")
     args = ap.parse_args()
+    if args.record:
+        return report(from_record(args.record, args.home, args.mirror), args.out)
     config = compose(args)
     tic = time.perf_counter()
     child = multiprocessing.get_context("spawn").Process(target=_prepare, args=(config,))
@@ -121,16 +172,7 @@ def main() -> None:
         "test_accuracy": round(100 * test["accuracy"], 2),
         "kept_epoch": est.fit_info_["sgd"].get("kept_epoch"),
     }
-    print(f"{out['dataset']} x {out['model']}: {out['rows']} rows x {out['features']}, "
-          f"m = {m}, {out['chunks']} chunks, {out['epochs']} epochs")
-    for k, v in out["phases_s"].items():
-        print(f"  {k:<44} {v:>9.2f} s")
-    print(f"  SGD epoch {out['sgd_epoch_s']} s; distance-GEMM floor {out['gemm_floor_s']} s "
-          f"(x{out['epoch_over_floor']})")
-    print(f"  peak RSS {out['peak_rss_gb']} GB; test accuracy {out['test_accuracy']}%")
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    report(out, args.out)
 
 
 if __name__ == "__main__":
