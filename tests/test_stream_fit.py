@@ -72,3 +72,26 @@ def test_prefetching_the_next_chunk_changes_no_number(data, monkeypatch):
     sequential = LLSVMClassifier(**kw).fit(source, y)
     np.testing.assert_array_equal(threaded.W_, sequential.W_)
     np.testing.assert_array_equal(threaded.b_, sequential.b_)
+
+
+def test_ijcnn_streamed_in_seven_chunks_is_within_a_third_of_a_point(tmp_path, mirror):
+    """Real data (issue 16): LL-SVM on IJCNN1 (49,990 rows) from its svmlight row store in
+    7 chunks of 8,192 rows against the in-memory fit; test accuracy within 0.3 points."""
+    from conftest import compose_run
+
+    from llc_bench.data import load_dataset
+
+    config = compose_run("dataset=ijcnn", tmp_path=tmp_path, mirrors=[mirror])
+    home, mirrors = config["data"]["home"], config["data"]["mirrors"]
+    memory = load_dataset(config["dataset"], seed=0, home=home, mirrors=mirrors,
+                          download=False)
+    streamed = load_dataset({**config["dataset"], "stream": True}, seed=0, home=home,
+                            mirrors=mirrors, download=False)
+    source = streamed.X_train.with_options(chunk_rows=8192)
+    assert source.n_chunks == 7
+    kw = {"n_anchors": 30, "k": 8, "epochs": 3, "random_state": 0}
+    a = LLSVMClassifier(**kw).fit(memory.X_train, memory.y_train)
+    b = LLSVMClassifier(**kw).fit(source, streamed.y_train)
+    acc_a, acc_b = a.score(memory.X_test, memory.y_test), b.score(streamed.X_test,
+                                                                 streamed.y_test)
+    assert acc_a > 0.95 and abs(acc_a - acc_b) <= 0.003, (acc_a, acc_b)
