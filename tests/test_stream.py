@@ -93,6 +93,15 @@ def test_row_source_chunks_sample_and_stats(tmp_path):
     assert len(pos) == 20 and np.all(np.diff(pos) > 0)
 
 
+def test_scattered_rows_are_read_in_runs_without_a_memory_map(tmp_path, monkeypatch):
+    store = S.write_store(tmp_path / "s", np.arange(600 * 7, dtype=np.float32).reshape(600, 7),
+                          np.arange(600) % 2)
+    monkeypatch.setattr(np, "load", None)  # no memory map: a map counts its pages as RSS
+    rows = np.array([0, 1, 2, 57, 300, 301, 599])  # runs of 3, 1, 2 and 1 rows
+    np.testing.assert_array_equal(store.take(rows), store.read(0, 600)[rows])
+    np.testing.assert_array_equal(store.take(rows[:3]), store.read(0, 3))  # dense: one read
+
+
 def test_mnist8m_streams_from_a_converted_store(tmp_path, mirror):
     home = tmp_path / "home"
     X, y = write_mnist8m_bz2(home / "mnist8m" / "mnist8m.bz2", 400, seed=2)
