@@ -115,7 +115,7 @@ def _cell_parts(cell: CellResult, notes: Footnotes) -> tuple[str, str, str, str 
     ours = ours_text(cell)
     if cell.mean is None:
         ours = f"— [{notes.key(cell.reason or 'no result')}]"
-    extra = [p for p in cell.problems]
+    extra = [*(cell.notes if cell.mean is not None else ()), *cell.problems]  # cell rules' notes
     if cell.edges and cell.mean is not None:
         extra.append("CV chose a grid edge: " + ", ".join(
             f"{param} in {n} of {cell.n} runs" for param, n in sorted(cell.edges.items())))
