@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from llc_bench.data import dataset_spec, dataset_status, list_datasets, load_dataset, resolve_spec
 from llc_bench.errors import DatasetError
@@ -91,8 +92,10 @@ def test_mirror_dataset_loads_with_expected_statistics(name, mirror, data_home):
             assert ds.n_train == int(total * 2 / 3 + 0.5)
     assert ds.info["notes"] == []  # sizes equal the paper's where it states them
     assert ds.X_train.dtype == np.float64 and ds.y_train.dtype == np.int64
-    assert np.all(np.isfinite(ds.X_train)) and len(np.unique(ds.y_train)) == len(ds.classes)
-    if spec.scaling == "standard":
+    values = ds.X_train.data if sp.issparse(ds.X_train) else ds.X_train
+    assert np.all(np.isfinite(values)) and len(np.unique(ds.y_train)) == len(ds.classes)
+    assert sp.issparse(ds.X_train) == bool(spec.sparse)  # sparse configs stay CSR
+    if spec.scaling == "standard" and not spec.sparse:  # sparse: scaled, never centred
         np.testing.assert_allclose(ds.X_train.mean(0), 0, atol=1e-8)
     if spec.kind == "synthetic":
         return
