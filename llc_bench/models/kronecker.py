@@ -41,6 +41,7 @@ from numba import njit
 
 from ..coding.local import LocalCode
 from ..errors import ConfigError
+from ._dual_cd_kernel import dual_cd_one_vs_rest
 from .liblinear_fit import Nodes, empty_nodes, fit_liblinear
 
 #: Default cap on the stored entries of z for the LIBLINEAR init (≈ 0.6 GB for z
@@ -52,7 +53,13 @@ DEFAULT_MAX_NNZ = 50_000_000
 INIT_SOLVERS = {
     "l2_hinge": "liblinear -s 3 (L2-regularised hinge, dual CD), no -B",
     "l2_squared_hinge": "liblinear -s 2 (L2-regularised squared hinge, primal Newton), no -B",
+    "dual_cd": "dual CD on implicit z (LIBLINEAR -s 3's algorithm and stopping rule, "
+               "Hsieh et al. 2008), no -B",
 }
+#: Pass cap of the ``dual_cd`` solver (LIBLINEAR's classic default).
+DUAL_CD_MAX_ITER = 1000
+#: LIBLINEAR's default tolerance of ``-s 3``.
+DUAL_CD_EPS = 0.1
 
 
 def kronecker_nnz(n: int, k: int, D: int, x_nnz: int | None = None, include_x: bool = True,
@@ -266,6 +273,9 @@ def liblinear_init(
         "subsampled": False,
         "n_rows": int(n),
     }
+    if solver == "dual_cd" and sp.issparse(X):
+        solver = "l2_hinge"  # CSR x: LIBLINEAR itself, the same algorithm
+        info["solver"] = INIT_SOLVERS[solver]
     rows = None
     if mem["nnz"] > max_nnz:
         per_row = mem["nnz"] / n
@@ -277,10 +287,12 @@ def liblinear_init(
             of_rows=int(n),
             subsample_seed=None if random_state is None else str(random_state),
         )
-    t = time.perf_counter()
     Xs = X if rows is None else X[rows]
     cs = code if rows is None else code.take(rows)
     ys = y_idx if rows is None else y_idx[rows]
+    if solver == "dual_cd":
+        return _dual_cd_init(Xs, cs, ys, n_classes, m, lambda_, use_W, eps, random_state, info)
+    t = time.perf_counter()
     Z = kronecker_nodes(Xs, cs, m, include_x=use_W)
     info["build_seconds"] = time.perf_counter() - t
     N = Z.shape[0]
@@ -303,6 +315,28 @@ def liblinear_init(
     del Z
     W, b = split_weights(Wz, m, D, use_W)
     return W, b, info
+
+
+def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_state, info):
+    """The ``dual_cd`` solver: the same problem as LIBLINEAR's, z never built (all rows)."""
+    n = X.shape[0]
+    C = 1.0 / (lambda_ * n)
+    eps = DUAL_CD_EPS if eps is None else float(eps)
+    seed = 1 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
+    info.update(C=C, eps=eps, build_seconds=0.0, estimated_bytes=0,
+                nnz=int(n * code.k * (X.shape[1] + 1 if use_W else 1)))
+    t = time.perf_counter()
+    n_out = 1 if n_classes == 2 else n_classes
+    Wb, iters = dual_cd_one_vs_rest(
+        np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(code.indices),
+        np.ascontiguousarray(code.weights, dtype=np.float64), np.asarray(y_idx, dtype=np.int64),
+        n_out, m, C, eps, DUAL_CD_MAX_ITER, seed, use_W)
+    info["train_seconds"] = time.perf_counter() - t
+    info["iterations"] = [int(i) for i in iters]
+    info["max_iter_reached"] = int(np.sum(iters >= DUAL_CD_MAX_ITER))
+    if use_W:
+        return np.ascontiguousarray(Wb[:, :, :-1]), np.ascontiguousarray(Wb[:, :, -1]), info
+    return np.zeros((n_out, m, X.shape[1])), np.ascontiguousarray(Wb[:, :, 0]), info
 
 
 def split_weights(Wz: np.ndarray, m: int, D: int, use_W: bool = True):

@@ -552,10 +552,13 @@ class LLSVMClassifier(_LocalSVMBase):
         (None = all rows, the default anchors).
     kmeans_tol : float or None, default None
         Opt-in: k-means' relative tolerance (None = scikit-learn's 1e-4).
-    init_solver : {"l2_hinge", "l2_squared_hinge"} or None, default None
+    init_solver : {"l2_hinge", "l2_squared_hinge", "dual_cd"} or None, default None
         Loss of the LIBLINEAR init: None / "l2_hinge" = ``-s 3`` (dual CD on the hinge of
         eq. 9); "l2_squared_hinge" = ``-s 2`` (primal Newton on the squared hinge, an
-        opt-in that converges where dual CD hits its iteration cap at large C).
+        opt-in that converges where dual CD hits its iteration cap at large C);
+        "dual_cd" = ``-s 3``'s algorithm run on z without building it
+        (``_dual_cd_kernel``: 3-4x faster, no copy of z, a 1000-pass cap, the classes in
+        parallel on the numba threads; CSR x falls back to LIBLINEAR).
     init_eps : float or None, default None
         LIBLINEAR's ``-e`` for the init (None = its default: 0.1 for -s 3, 0.01 for -s 2).
     """

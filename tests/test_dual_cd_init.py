@@ -1,0 +1,102 @@
+"""The ``dual_cd`` init (issue 17): LIBLINEAR -s 3's dual coordinate descent on implicit
+z = γ(x) ⊗ [x; 1] reaches the optimum LIBLINEAR reaches on the z it builds."""
+
+import numba
+import numpy as np
+import pytest
+
+from llc_bench.coding import InverseDistanceCoding
+from llc_bench.models import LLSVMClassifier
+from llc_bench.models.kronecker import liblinear_init
+from llc_bench.models.llc_sgd import labels_matrix, sgd_objective
+
+
+def _data(n=300, D=4, m=12, k=3, n_classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    y = (np.abs(X[:, 0] * X[:, 1]) * 2 + X[:, 2]).astype(int) % n_classes  # non-linear
+    V = X[rng.choice(n, m, replace=False)]
+    return X, y, InverseDistanceCoding(k=k).encode(X, V), m
+
+
+def _primal(X, y, code, m, lam, W, b, use_W=True):
+    return sgd_objective(X, labels_matrix(y, max(int(y.max()) + 1, 2)), code, W, b, lam,
+                         use_W)[0]
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("use_W", [True, False])
+def test_dual_cd_reaches_liblinears_optimum(n_classes, use_W):
+    """Where LIBLINEAR converges at a tight tolerance (λ = 0.1), the weights agree."""
+    X, y, code, m = _data(n_classes=n_classes)
+    lam = 1e-1
+    ref = liblinear_init(X, code, y, n_classes, m, lam, use_W=use_W, eps=1e-6, random_state=0)
+    new = liblinear_init(X, code, y, n_classes, m, lam, use_W=use_W, eps=1e-6, random_state=0,
+                         solver="dual_cd")
+    assert ref[2]["max_iter_reached"] == 0 and new[2]["max_iter_reached"] == 0
+    np.testing.assert_allclose(new[0], ref[0], atol=1e-6)
+    np.testing.assert_allclose(new[1], ref[1], atol=1e-6)
+    f_ref, f_new = (_primal(X, y, code, m, lam, W, b, use_W) for W, b in (ref[:2], new[:2]))
+    assert abs(f_new - f_ref) <= 1e-7 * f_ref
+    info = new[2]
+    assert info["solver"].startswith("dual CD")
+    assert len(info["iterations"]) == (1 if n_classes == 2 else n_classes)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_dual_cd_converges_where_liblinear_hits_its_cap(n_classes):
+    """At λ = 0.01 LIBLINEAR 2.50 stops at its 300-pass cap; dual_cd converges, to an
+    objective no higher than LIBLINEAR's at any tolerance."""
+    X, y, code, m = _data(n_classes=n_classes)
+    lam = 1e-2
+    new = liblinear_init(X, code, y, n_classes, m, lam, eps=1e-6, random_state=0,
+                         solver="dual_cd")
+    assert new[2]["max_iter_reached"] == 0
+    f_new = _primal(X, y, code, m, lam, *new[:2])
+    for eps in (1e-2, 1e-6):
+        ref = liblinear_init(X, code, y, n_classes, m, lam, eps=eps, random_state=0)
+        f_ref = _primal(X, y, code, m, lam, *ref[:2])
+        assert f_new <= f_ref + 1e-9 and f_ref - f_new <= 1e-3 * f_ref
+
+
+def test_dual_cd_default_tolerance_near_liblinear():
+    """At LIBLINEAR's default eps both stop near the optimum (within 1% in the objective)."""
+    X, y, code, m = _data(n=600, n_classes=4, seed=1)
+    lam = 1e-3
+    ref = liblinear_init(X, code, y, 4, m, lam, random_state=0)
+    new = liblinear_init(X, code, y, 4, m, lam, random_state=0, solver="dual_cd")
+    f_ref, f_new = (_primal(X, y, code, m, lam, W, b) for W, b in (ref[:2], new[:2]))
+    assert abs(f_new - f_ref) <= 0.01 * f_ref
+
+
+def test_dual_cd_same_numbers_on_one_and_two_threads():
+    X, y, code, m = _data(n_classes=3)
+    out = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        out.append(liblinear_init(X, code, y, 3, m, 1e-3, random_state=7, solver="dual_cd"))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+def test_dual_cd_seeded_and_not_stuck_on_the_seed():
+    X, y, code, m = _data(n_classes=3)
+    a = liblinear_init(X, code, y, 3, m, 1e-3, random_state=1, solver="dual_cd")
+    b = liblinear_init(X, code, y, 3, m, 1e-3, random_state=1, solver="dual_cd")
+    c = liblinear_init(X, code, y, 3, m, 1e-3, random_state=2, solver="dual_cd")
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.array_equal(a[0], c[0])  # another shuffle, another stopping point
+
+
+def test_estimator_dual_cd_init_records_and_fits():
+    X, y, _, _ = _data(n=400, n_classes=3)
+    kw = dict(n_anchors=10, k=3, epochs=2, lambda_=1e-3, random_state=0)
+    est = LLSVMClassifier(init_solver="dual_cd", **kw).fit(X, y)
+    ref = LLSVMClassifier(**kw).fit(X, y)
+    init = est.fit_info_["init"]
+    assert init["solver"].startswith("dual CD") and init["n_rows"] == 400
+    assert init["max_iter_reached"] == 0 and init["build_seconds"] == 0.0
+    start, start_ref = (e.fit_info_["sgd"]["start_objective"] for e in (est, ref))
+    assert abs(start - start_ref) <= 0.01 * start_ref
+    assert abs(est.score(X, y) - ref.score(X, y)) <= 0.02
