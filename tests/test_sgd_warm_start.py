@@ -4,6 +4,7 @@ the divergence restart (issue #14), on a problem where SVMSGD2's η0 = λ^(-1/4)
 import numpy as np
 import pytest
 
+from llc_bench.coding import SoftKNNCoding
 from llc_bench.models import LLSVMClassifier, llc_sgd
 from llc_bench.models.llc_sgd import ETA0_GRID_EXPONENTS, calibrate_eta0
 
@@ -83,6 +84,27 @@ def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
     tied = [eta for eta, c in costs.items() if c <= best + llc_sgd.CALIBRATION_TIE * abs(best)]
     assert info["eta0"] == pytest.approx(max(tied), rel=1e-5)
     assert t0 == pytest.approx(1 / (1e-3 * info["eta0"]))
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_calibration_same_on_one_and_two_threads(learned):
+    """The grid's passes run one per numba thread; the costs do not depend on how many."""
+    import numba
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 5))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    clf = LLSVMClassifier(n_anchors=8, k=3, epochs=0, random_state=0).fit(X, y)
+    code = clf.coding_.encode(X, clf.anchors_)
+    Y = llc_sgd.labels_matrix(y, 2)
+    extra = dict(anchors=clf.anchors_, coding=SoftKNNCoding(k=3, beta=1.0)) if learned else {}
+    out = []
+    for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+        numba.set_num_threads(threads)
+        out.append(calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=1e-3, skip=16,
+                                  bias_scale=0.5, random_state=0, **extra))
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert out[0] == out[1]
 
 
 def test_divergence_restarts_with_a_smaller_step(standardised, monkeypatch):

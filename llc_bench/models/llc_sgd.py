@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import numba
 import scipy.sparse as sp
 
 from ..coding.local import LocalCode
@@ -374,7 +375,8 @@ def calibrate_eta0(
         cs = code.take(rows)
         order = rng.permutation(rows.size)
         start_cost[r] = sgd_objective(Xs, Ys, cs, W, b, lambda_, use_W)[0]
-        for i, eta0 in enumerate(grid):
+
+        def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, order=order):
             Wc, bc = W.copy(), b.copy()
             kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
                       bias_scale=bias_scale, use_W=use_W)
@@ -387,7 +389,11 @@ def calibrate_eta0(
                                   anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
                                   **kw)
                 code_now = coding.encode(Xs, Vc)
-            costs[r, i] = sgd_objective(Xs, Ys, code_now, Wc, bc, lambda_, use_W)[0]
+            return sgd_objective(Xs, Ys, code_now, Wc, bc, lambda_, use_W)[0]
+
+        # the grid's passes are independent (nogil kernels): one per numba thread
+        with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+            costs[r] = list(pool.map(cost, grid))
     mean = costs.mean(axis=0)
     finite = np.isfinite(mean)
     low = mean[finite].min() if finite.any() else np.inf
