@@ -9,13 +9,16 @@ objective), predict (the test set), their sum, the ratios anchors/SGD and init/S
 10-class SGD epoch over the distance-GEMM floor (X·Vᵀ, same N, D, m), the LIBLINEAR
 problems that hit the iteration cap, test accuracy and the peak RSS of the process
 (loading included).  Thread counts are taken from the environment (run with
-OMP_NUM_THREADS=1 ... for the single-threaded figures the tables use).
+OMP_NUM_THREADS=1 ... for the single-threaded figures the tables use).  ``--peer DIR``
+also times Ladický's released C++ LL-SVM (built from github
+aydindemircioglu/LocallyLinearSVM in DIR, never committed) on the same preprocessed
+arrays, and prints our whole fit over its training time.
 
 ``--synthetic`` (issue 3): fixed anchors (m=100, k=8) on synthetic MNIST-sized data
 and, with ``--ijcnn PATH``, ijcnn1: the GEMM floor, encode, the LIBLINEAR init, one SGD
 epoch with the numba kernel and the numpy reference, prediction per sample.
 
-    .venv/bin/python scripts/bench_llsvm.py --datasets usps,letter,mnist > /tmp/bench.txt
+    .venv/bin/python scripts/bench_llsvm.py --datasets usps,letter,mnist [--peer /tmp/peer]
     .venv/bin/python scripts/bench_llsvm.py --synthetic [--ijcnn PATH]
 """
 
@@ -37,9 +40,8 @@ from llc_bench.models.llc_sgd import labels_matrix, run_epoch, sgd_epoch_referen
 
 REPO = Path(__file__).resolve().parents[1]
 #: The opt-in speed settings compared with the defaults (issue 17), by name.
-FAST = {"anchors": {"kmeans_sample": 10000, "kmeans_tol": 1e-3},
-        "init_s2": {"init_solver": "l2_squared_hinge"},
-        "both": {"kmeans_sample": 10000, "kmeans_tol": 1e-3, "init_solver": "l2_squared_hinge"}}
+FAST = {"dual_cd": {"init_solver": "dual_cd"},
+        "fast": {"init_solver": "dual_cd", "kmeans_sample": 20000}}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
@@ -88,6 +90,53 @@ def fit_phases(dataset: str, params: dict, seed: int, home: str, mirror: str) ->
     }
 
 
+def peer_run(peer: str, dataset: str, seed: int, home: str, mirror: str, m: int = 100,
+             k: int = 8, passes: int = 10, repeats: int = 3) -> dict:
+    """Ladický's released C++ LL-SVM (``llsvm-train`` / ``llsvm-predict`` built in ``peer``)
+    on our preprocessed arrays written as svmlight files: m/C anchors per label (its
+    k-means: random points per class), k neighbours, ``passes`` passes, its default β and
+    scale; median wall time of ``repeats`` trainings, its test score and peak RSS."""
+    import subprocess
+    import tempfile
+
+    from sklearn.datasets import dump_svmlight_file
+
+    from llc_bench.data import load_dataset
+
+    config = compose(dataset, seed, home, mirror)
+    ds = load_dataset(config["dataset"], seed=seed, home=home, mirrors=[mirror], download=False)
+    classes = np.unique(ds.y_train)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        train, test, model = (os.path.join(tmp, f) for f in ("train.svm", "test.svm", "model"))
+        dump_svmlight_file(ds.X_train, np.searchsorted(classes, ds.y_train), train,
+                           zero_based=False)
+        dump_svmlight_file(ds.X_test, np.searchsorted(classes, ds.y_test), test,
+                           zero_based=False)
+
+        def timed(cmd):  # /usr/bin/time: a forked child's maxrss counts the parent's pages
+            rss = os.path.join(tmp, "rss")
+            tic = time.perf_counter()
+            proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, *cmd],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError(f"{cmd[0]} failed: {proc.stdout[-300:]}{proc.stderr[-300:]}")
+            return time.perf_counter() - tic, int(open(rss).read().split()[-1]) / 1024, proc.stdout
+
+        per_label = max(1, round(m / len(classes)))
+        train_cmd = [os.path.join(peer, "llsvm-train"), "-k", str(per_label), "-n", str(k),
+                     "-i", str(passes), train, model]
+        runs = [timed(train_cmd) for _ in range(repeats)]
+        out["train"] = float(np.median([r[0] for r in runs]))
+        out["rss_mb"] = max(r[1] for r in runs)
+        pred, _, text = timed([os.path.join(peer, "llsvm-predict"), test, model,
+                               os.path.join(tmp, "out")])
+        out["predict"] = pred
+        out["accuracy"] = float(text.rsplit("score", 1)[1].split()[0])
+        out["anchors"], out["per_label"] = per_label * len(classes), per_label
+    return out
+
+
 def _child(queue, *args):
     queue.put(fit_phases(*args))
 
@@ -103,7 +152,8 @@ def in_child(*args) -> dict:
     return out
 
 
-def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str) -> None:
+def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str,
+                  peer: str | None = None) -> None:
     threads = {v: os.environ.get(v, "unset") for v in THREAD_VARS}
     print(f"threads: {threads}; cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}")
     for name, params in fast.items():
@@ -123,6 +173,16 @@ def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str) -> No
                   f"k-means {r['kmeans_iter']} it, inertia {r['inertia']:.4g}; init "
                   f"{r['init_rows']} rows, {r['init_capped']} capped, objective "
                   f"{r['init_objective']:.5g}; kept epoch {r['kept_epoch']}", flush=True)
+        if peer:
+            p = peer_run(peer, dataset, seed, home, mirror)
+            print(f"{dataset:<8}{'C++ peer':<9}{'':40}{p['predict']:8.2f}{'':8}{p['train']:8.2f} "
+                  f"{'':24}{100 * p['accuracy']:7.2f}{p['rss_mb']:8.0f}  Ladicky's llsvm-train "
+                  f"-k {p['per_label']} per label ({p['anchors']} anchors), -n 8, "
+                  f"-i 10; median of 3", flush=True)
+            for setting, r in rows.items():
+                print(f"{dataset:<8}{setting[:5] + '/C++':<9}{'':40}"
+                      f"{r['predict'] / p['predict']:8.2f}{'':8}{r['train'] / p['train']:8.2f}"
+                      f"   whole fit / peer's training", flush=True)
         d = rows["default"]
         for setting in fast:  # each opt-in setting over the default, same process kind
             f = rows[setting]
@@ -273,6 +333,8 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--home", default=str(REPO / "datasets"))
     ap.add_argument("--mirror", default=str(REPO.parent / "shared" / "datasets"))
+    ap.add_argument("--peer", help="directory of Ladicky's built llsvm-train / llsvm-predict "
+                    "(github aydindemircioglu/LocallyLinearSVM): timed beside ours")
     ap.add_argument("--synthetic", action="store_true", help="the issue-3 kernel benchmark")
     ap.add_argument("--ijcnn", help="with --synthetic: path to LIBSVM ijcnn1(.bz2)")
     ap.add_argument("--n", type=int, default=20000)
@@ -280,7 +342,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if not args.synthetic:
         phases_report(args.datasets.split(","), json.loads(args.fast), args.seed, args.home,
-                      args.mirror)
+                      args.mirror, args.peer)
         return
     X, y, Xt, _ = synthetic(args.n, args.dim)
     bench("synthetic MNIST-sized", X, y, Xt)

@@ -28,6 +28,9 @@ Solver: ``-s 3`` (L2-regularised L1-loss = hinge, dual coordinate descent), the
 loss of LL-SVM eq. (9); ``-s 1`` would optimise the squared hinge instead.
 Multi-class: LIBLINEAR's own one-vs-rest (``-s 3`` with labels 0..C-1 trains C
 binary problems class-vs-rest with the same C), one copy of z for all classes.
+``solver="dual_cd"`` runs the same algorithm on z without building it
+(``_dual_cd_kernel``; all rows of dense x are used only when ``max_nnz`` allows, as
+for LIBLINEAR, so the two solve the same problem).
 Decision signs follow ``model.get_labels()`` (DESIGN §7).
 """
 
