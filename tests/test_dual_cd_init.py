@@ -100,3 +100,33 @@ def test_estimator_dual_cd_init_records_and_fits():
     start, start_ref = (e.fit_info_["sgd"]["start_objective"] for e in (est, ref))
     assert abs(start - start_ref) <= 0.01 * start_ref
     assert abs(est.score(X, y) - ref.score(X, y)) <= 0.02
+
+
+@pytest.mark.parametrize("use_W", [True, False])
+def test_dual_cd_on_csr_equals_dense(use_W):
+    """CSR x (unsorted column indices too) gives the dense numbers: the sparse row
+    visits the same terms in the same order minus the zeros; and it reaches
+    LIBLINEAR's optimum on the z LIBLINEAR builds from the CSR."""
+    import scipy.sparse as sp
+
+    X, y, code, m = _data(n_classes=3, D=6)
+    X[np.random.default_rng(1).random(X.shape) < 0.6] = 0.0
+    Xs = sp.csr_matrix(X)
+    Xs.indices, Xs.data = Xs.indices.copy(), Xs.data.copy()
+    for r in range(Xs.shape[0]):  # reverse each row's entries: unsorted indices
+        a, b = Xs.indptr[r], Xs.indptr[r + 1]
+        Xs.indices[a:b], Xs.data[a:b] = Xs.indices[a:b][::-1], Xs.data[a:b][::-1]
+    Xs.has_sorted_indices = False
+    kw = dict(use_W=use_W, random_state=3, solver="dual_cd")
+    dense = liblinear_init(X, code, y, 3, m, 1e-2, **kw)
+    sparse = liblinear_init(Xs, code, y, 3, m, 1e-2, **kw)
+    np.testing.assert_array_equal(sparse[0], dense[0])
+    np.testing.assert_array_equal(sparse[1], dense[1])
+    assert sparse[2]["nnz"] < dense[2]["nnz"] or not use_W
+    assert not Xs.has_sorted_indices  # the caller's matrix is left as it was
+    lam = 1e-1
+    ref = liblinear_init(Xs, code, y, 3, m, lam, use_W=use_W, eps=1e-6, random_state=0)
+    new = liblinear_init(Xs, code, y, 3, m, lam, use_W=use_W, eps=1e-6, random_state=0,
+                         solver="dual_cd")
+    np.testing.assert_allclose(new[0], ref[0], atol=1e-6)
+    np.testing.assert_allclose(new[1], ref[1], atol=1e-6)

@@ -88,7 +88,7 @@ def test_model_bars_follow_the_switch(capsys):
     assert _fit(capsys) == ""  # auto, and pytest's stderr is no terminal
     progress.configure("on")
     err = _fit(capsys)
-    for bar in ("CV folds x grid", "KMeans (8 anchors)", "LIBLINEAR (300 rows)", "SGD"):
+    for bar in ("CV folds x grid", "KMeans (8 anchors)", "dual CD init (300 rows)", "SGD"):
         assert bar in err, bar
     assert err.count("CV folds x grid") >= 1 and "row/s" in err
     assert err.count("KMeans") == 1  # the CV's own fits show no bars

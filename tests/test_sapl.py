@@ -329,7 +329,7 @@ def test_estimator_learns_anchors_and_predicts_with_them(coding):
     X, y = _sine(600, 0)
     Xt, yt = _sine(300, 1)
     clf = LLSVMClassifier(n_anchors=8, k=4, coding=coding, mu=0.5, learn_anchors=True,
-                          anchor_scale=0.05, lambda_=1e-3, epochs=3, random_state=0)
+                          anchor_scale=0.1, lambda_=1e-3, epochs=3, random_state=0)
     clf.fit(X, y, eval_set=(Xt, yt))
     assert np.abs(clf.anchors_ - clf.initial_anchors_).max() > 1e-3
     code = clf.coding_.encode(Xt, clf.anchors_)  # prediction re-encodes with learned anchors

@@ -69,15 +69,18 @@ def test_jo_magic04_hinge_below_sapl(runs):
     assert 1.0 <= hist[-1]["sgd_mean_k"] <= 8.0  # k* capped by k = 8
 
 
-def test_ijcnn_one_seed_sapl_target_and_jo_hinge_below_sapl(runs):
-    # SAPL Table 2: 98.79 (target 98.0); JO Table 2: JO acc 97.66, its hinge below SAPL's
-    sapl, sapl_hinge, _ = runs("sapl", "ijcnn", (0,))
+def test_ijcnn_one_seed_sapl_target_and_jo_hinge_at_the_papers(runs):
+    # SAPL Table 2: 98.79 (target 98.0); JO Table 2: JO acc 97.66, its hinge at the paper's
+    sapl, _, _ = runs("sapl", "ijcnn", (0,))
     jo, jo_hinge, _ = runs("jo", "ijcnn", (0,))
     llsvm, _, _ = runs("llsvm", "ijcnn", (0,))
     # Since the SGD keeps its best epoch by training objective (issue 14), SAPL and LL-SVM
     # tie on ijcnn (98.30 / 98.31 on seed 0; the paper's gap is 98.79 vs 98.04).
     assert sapl[0] >= 0.980 and sapl[0] >= llsvm[0] - 0.001
-    assert jo[0] >= 0.970 and jo_hinge[0] < sapl_hinge[0]
+    # JO's test hinge against the paper's (0.0683 ± 0.0024), not against our SAPL: with
+    # the converged dual_cd init (issue 17) our SAPL's hinge (0.057 on seed 0) is far
+    # below the JO paper's SAPL (0.1054) and ties JO's (0.060)
+    assert jo[0] >= 0.970 and jo_hinge[0] <= 0.0683 + 2 * 0.0024
 
 
 def test_phishing_one_seed_jo_target(runs):

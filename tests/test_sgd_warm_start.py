@@ -133,7 +133,7 @@ def test_numerics_version_enters_the_cache_key():
     base = {"trainer": {"name": "llc_sgd"}, "coding": {"name": "inverse_distance"},
             "seed": 0, "dataset": {"name": "banana"}}
     llc = add_numerics_version({**base})
-    assert llc["numerics_version"] == 2
+    assert llc["numerics_version"] == 3  # 3: dual_cd init, k-means on 20k rows (issue 17)
     lin = add_numerics_version({**base, "trainer": {"name": "liblinear"}, "coding": None})
     assert lin["numerics_version"] is None  # version 1 stays out: old keys unchanged
     assert config_hash(llc) != config_hash({**llc, "numerics_version": None})

@@ -118,8 +118,9 @@ def test_csr_anchor_kernel_unsorted_duplicate_entries():
 
 @pytest.mark.parametrize("params", [
     dict(coding="soft_knn", anchor_scale=0.05),  # SAPL
-    dict(coding="adaptive_knn", mu=0.5, anchor_scale=0.05),  # JO (adaptive coding)
-    dict(coding="soft_knn", anchor_scale=0.3, anchor_step_max=0.5, use_W=False),  # SAPL-lcc
+    dict(coding="adaptive_knn", mu=0.5, anchor_scale=0.1),  # JO (adaptive coding)
+    # SAPL-lcc; at anchor_step_max=0.5 this trajectory amplifies rounding ~1e3x per epoch
+    dict(coding="soft_knn", anchor_scale=0.3, anchor_step_max=0.2, use_W=False),
 ])
 def test_sapl_and_jo_on_csr_equal_dense(params, no_densify):
     X, y = _data(400, 0)

@@ -52,7 +52,7 @@ def test_many_chunks_reach_the_in_memory_accuracy(name, data):
     a = cls(**kw).fit(source.take(np.arange(source.n_rows)), y)
     b = cls(**kw).fit(source, y)
     assert source.n_chunks == 8 and not np.array_equal(a.W_, b.W_)
-    assert abs(a.score(Xt, yt) - b.score(Xt, yt)) <= 0.01
+    assert abs(a.score(Xt, yt) - b.score(Xt, yt)) <= 0.01 + 1e-12  # 1 point, as a float
     assert b.fit_info_["sgd"]["steps"] == 3 * 900
 
 

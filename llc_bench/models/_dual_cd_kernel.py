@@ -15,7 +15,10 @@ z_i has k blocks γ_ij [x_i; 1], so wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j) and th
 touches the k active rows of W (contiguous, vectorised) instead of k(D+1) sparse nodes.
 ||z_i||² = ||γ_i||² (||x_i||² + 1).  One binary problem per call; the one-vs-rest
 problems are independent (``prange`` over classes, each with its own seeded xorshift
-for the shuffle), so the result does not depend on the number of threads.
+for the shuffle), so the result does not depend on the number of threads.  x is dense
+(``X``) or CSR (``indptr``, ``indices``, ``data``; then ``X`` is empty): the sparse row
+visits the same terms in the same order minus the zeros, so dense and CSR copies of
+the same data give the same numbers.
 """
 
 from __future__ import annotations
@@ -32,20 +35,48 @@ def _xorshift(s):
     return s
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _x_dot(w, X, indptr, indices, data, i, Dx):
+    """w[:Dx] · x_i (x_i a dense row of X, or row i of the CSR arrays; Dx = 0: 0)."""
+    dot = 0.0
+    if Dx > 0 and indptr.shape[0] > 0:
+        for p in range(indptr[i], indptr[i + 1]):
+            dot += w[indices[p]] * data[p]
+    else:
+        for d in range(Dx):
+            dot += w[d] * X[i, d]
+    return dot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _x_axpy(c, X, indptr, indices, data, i, Dx, w):
+    """w[:Dx] += c x_i."""
+    if Dx > 0 and indptr.shape[0] > 0:
+        for p in range(indptr[i], indptr[i + 1]):
+            w[indices[p]] += c * data[p]
+    else:
+        for d in range(Dx):
+            w[d] += c * X[i, d]
+
+
 @njit(cache=True, nogil=True)
-def dual_cd_binary(X, idx, gam, y, C, eps, max_iter, seed, use_x, Wb):
-    """One binary problem (labels y = ±1); ``Wb`` (m, D+1), zero on entry, receives
-    [W_j, b_j] (only column D, b, without x).  Returns the number of passes."""
-    n, D = X.shape
+def dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter, seed, Wb):
+    """One binary problem (labels y = ±1); ``Wb`` (m, Dx+1), zero on entry, receives
+    [W_j, b_j] (Dx = 0: only b, without x).  Returns the number of passes."""
+    n = y.shape[0]
     k = idx.shape[1]
-    Dx = D if use_x else 0
+    Dx = Wb.shape[1] - 1
     alpha = np.zeros(n)
     QD = np.empty(n)
     index = np.arange(n)
     for i in range(n):
         xx = 1.0
-        for d in range(Dx):
-            xx += X[i, d] * X[i, d]
+        if Dx > 0 and indptr.shape[0] > 0:
+            for p in range(indptr[i], indptr[i + 1]):
+                xx += data[p] * data[p]
+        else:
+            for d in range(Dx):
+                xx += X[i, d] * X[i, d]
         gg = 0.0
         for s in range(k):
             gg += gam[i, s] * gam[i, s]
@@ -70,10 +101,7 @@ def dual_cd_binary(X, idx, gam, y, C, eps, max_iter, seed, use_x, Wb):
             f = 0.0  # wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j)
             for a in range(k):
                 j = idx[i, a]
-                dot = Wb[j, Dx]
-                for d in range(Dx):
-                    dot += Wb[j, d] * X[i, d]
-                f += gam[i, a] * dot
+                f += gam[i, a] * (Wb[j, Dx] + _x_dot(Wb[j], X, indptr, indices, data, i, Dx))
             G = y[i] * f - 1.0
             PG = 0.0
             if alpha[i] == 0.0:
@@ -103,8 +131,7 @@ def dual_cd_binary(X, idx, gam, y, C, eps, max_iter, seed, use_x, Wb):
                 for a in range(k):
                     j = idx[i, a]
                     c = step * gam[i, a]
-                    for d in range(Dx):
-                        Wb[j, d] += c * X[i, d]
+                    _x_axpy(c, X, indptr, indices, data, i, Dx, Wb[j])
                     Wb[j, Dx] += c
             s += 1
         it += 1
@@ -121,16 +148,17 @@ def dual_cd_binary(X, idx, gam, y, C, eps, max_iter, seed, use_x, Wb):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def dual_cd_one_vs_rest(X, idx, gam, y_idx, n_out, m, C, eps, max_iter, seed, use_x):
+def dual_cd_one_vs_rest(X, indptr, indices, data, D, idx, gam, y_idx, n_out, m, C, eps,
+                        max_iter, seed, use_x):
     """``n_out`` independent problems (n_out = 1: binary, class 1 = +1; else class c vs
-    the rest) over m anchors.  Returns Wb (n_out, m, D+1) (D = 0 without x) and the
-    passes per problem."""
-    D = X.shape[1]
+    the rest) over m anchors, x in D dimensions.  Returns Wb (n_out, m, D+1) (D = 0
+    without x) and the passes per problem."""
     Dx = D if use_x else 0
     Wb = np.zeros((n_out, m, Dx + 1))
     iters = np.zeros(n_out, dtype=np.int64)
     for c in prange(n_out):
         target = 1 if n_out == 1 else c
         y = np.where(y_idx == target, 1.0, -1.0)
-        iters[c] = dual_cd_binary(X, idx, gam, y, C, eps, max_iter, seed + c, use_x, Wb[c])
+        iters[c] = dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter,
+                                  seed + c, Wb[c])
     return Wb, iters

@@ -29,8 +29,8 @@ loss of LL-SVM eq. (9); ``-s 1`` would optimise the squared hinge instead.
 Multi-class: LIBLINEAR's own one-vs-rest (``-s 3`` with labels 0..C-1 trains C
 binary problems class-vs-rest with the same C), one copy of z for all classes.
 ``solver="dual_cd"`` runs the same algorithm on z without building it
-(``_dual_cd_kernel``; all rows of dense x are used only when ``max_nnz`` allows, as
-for LIBLINEAR, so the two solve the same problem).
+(``_dual_cd_kernel``; dense or CSR x; all rows are used only when ``max_nnz`` allows,
+as for LIBLINEAR, so the two solve the same problem).
 Decision signs follow ``model.get_labels()`` (DESIGN §7).
 """
 
@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from .. import progress
 from ..coding.local import LocalCode
 from ..errors import ConfigError
 from ._dual_cd_kernel import dual_cd_one_vs_rest
@@ -276,9 +277,6 @@ def liblinear_init(
         "subsampled": False,
         "n_rows": int(n),
     }
-    if solver == "dual_cd" and sp.issparse(X):
-        solver = "l2_hinge"  # CSR x: LIBLINEAR itself, the same algorithm
-        info["solver"] = INIT_SOLVERS[solver]
     rows = None
     if mem["nnz"] > max_nnz:
         per_row = mem["nnz"] / n
@@ -326,14 +324,25 @@ def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_stat
     C = 1.0 / (lambda_ * n)
     eps = DUAL_CD_EPS if eps is None else float(eps)
     seed = 1 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
+    x_nnz = X.nnz if sp.issparse(X) else n * X.shape[1]
     info.update(C=C, eps=eps, build_seconds=0.0, estimated_bytes=0,
-                nnz=int(n * code.k * (X.shape[1] + 1 if use_W else 1)))
+                nnz=int(code.k * (x_nnz + n if use_W else n)))
     t = time.perf_counter()
     n_out = 1 if n_classes == 2 else n_classes
-    Wb, iters = dual_cd_one_vs_rest(
-        np.ascontiguousarray(X, dtype=np.float64), np.ascontiguousarray(code.indices),
-        np.ascontiguousarray(code.weights, dtype=np.float64), np.asarray(y_idx, dtype=np.int64),
-        n_out, m, C, eps, DUAL_CD_MAX_ITER, seed, use_W)
+    if sp.issparse(X):
+        X = X.tocsr()
+        if not X.has_sorted_indices:  # the dense row's order: dense and CSR agree
+            X = X.sorted_indices()
+        x_arrays = (np.empty((0, 0)), X.indptr.astype(np.int64), X.indices.astype(np.int64),
+                    np.asarray(X.data, dtype=np.float64))
+    else:
+        x_arrays = (np.ascontiguousarray(X, dtype=np.float64), np.empty(0, np.int64),
+                    np.empty(0, np.int64), np.empty(0))
+    with progress.stage(f"dual CD init ({n} rows)"):
+        Wb, iters = dual_cd_one_vs_rest(
+            *x_arrays, X.shape[1], np.ascontiguousarray(code.indices),
+            np.ascontiguousarray(code.weights, dtype=np.float64),
+            np.asarray(y_idx, dtype=np.int64), n_out, m, C, eps, DUAL_CD_MAX_ITER, seed, use_W)
     info["train_seconds"] = time.perf_counter() - t
     info["iterations"] = [int(i) for i in iters]
     info["max_iter_reached"] = int(np.sum(iters >= DUAL_CD_MAX_ITER))

@@ -49,8 +49,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import numba
+import numpy as np
 import scipy.sparse as sp
 
 from ..coding.local import LocalCode
