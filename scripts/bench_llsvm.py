@@ -3,7 +3,9 @@
 
 Default mode (issue 17): for each dataset (usps, letter, mnist; the tuned ``llsvm``
 preset, 10 epochs, no history) and each setting (``default`` = today's numerics, then
-each named set of opt-in speed parameters in ``--fast``), one fit in a fresh process; prints the
+each named set of other parameters in ``--other``, by default ``v2``: the numerics before
+issue 17's defaults, LIBLINEAR's own -s 3 init and k-means on all rows), one fit in a fresh
+process; prints the
 phases anchors, encode, init, SGD (10 epochs, with the η0 calibration and the per-epoch
 objective), predict (the test set), their sum, the ratios anchors/SGD and init/SGD, the
 10-class SGD epoch over the distance-GEMM floor (X·Vᵀ, same N, D, m), the LIBLINEAR
@@ -39,9 +41,8 @@ from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.llc_sgd import labels_matrix, run_epoch, sgd_epoch_reference
 
 REPO = Path(__file__).resolve().parents[1]
-#: The opt-in speed settings compared with the defaults (issue 17), by name.
-FAST = {"dual_cd": {"init_solver": "dual_cd"},
-        "fast": {"init_solver": "dual_cd", "kmeans_sample": 20000}}
+#: Other settings compared with the defaults, by name: v2 = before issue 17's defaults.
+OTHER = {"v2": {"init_solver": "l2_hinge", "kmeans_sample": None}}
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
@@ -152,18 +153,18 @@ def in_child(*args) -> dict:
     return out
 
 
-def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str,
+def phases_report(datasets, other: dict, seed: int, home: str, mirror: str,
                   peer: str | None = None) -> None:
     threads = {v: os.environ.get(v, "unset") for v in THREAD_VARS}
     print(f"threads: {threads}; cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}")
-    for name, params in fast.items():
+    for name, params in other.items():
         print(f"{name} = {json.dumps(params)}")
     print(f"{'dataset':<8}{'setting':<9}{'anchors':>8}{'encode':>8}{'init':>8}{'SGD':>8}"
           f"{'predict':>8}{'sum':>8}{'train':>8} {'anc/SGD':>7}{'init/SGD':>9}"
           f"{'ep/GEMM':>8}{'acc %':>7}{'RSS MB':>8}  notes")
     for dataset in datasets:
         rows = {}
-        for setting, params in (("default", {}), *fast.items()):
+        for setting, params in (("default", {}), *other.items()):
             r = rows[setting] = in_child(dataset, params, seed, home, mirror)
             total = sum(r[k] for k in ("anchors", "encode", "init", "sgd", "predict"))
             print(f"{dataset:<8}{setting:<9}{r['anchors']:8.2f}{r['encode']:8.2f}{r['init']:8.2f}"
@@ -184,7 +185,7 @@ def phases_report(datasets, fast: dict, seed: int, home: str, mirror: str,
                       f"{r['predict'] / p['predict']:8.2f}{'':8}{r['train'] / p['train']:8.2f}"
                       f"   whole fit / peer's training", flush=True)
         d = rows["default"]
-        for setting in fast:  # each opt-in setting over the default, same process kind
+        for setting in other:  # each other setting over the default, same process kind
             f = rows[setting]
             print(f"{dataset:<8}{setting[:6] + '/def':<9}{f['anchors'] / d['anchors']:8.2f}"
                   f"{f['encode'] / d['encode']:8.2f}{f['init'] / d['init']:8.2f}"
@@ -329,7 +330,8 @@ def bench(name, X, y, Xt, m=100, k=8, lam=1e-4, n_ref=1000):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", default="usps,letter,mnist")
-    ap.add_argument("--fast", default=json.dumps(FAST), help="JSON {name: opt-in parameters}")
+    ap.add_argument("--other", default=json.dumps(OTHER),
+                    help="JSON {name: parameters} of the settings run beside the default")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--home", default=str(REPO / "datasets"))
     ap.add_argument("--mirror", default=str(REPO.parent / "shared" / "datasets"))
@@ -341,7 +343,7 @@ def main(argv=None):
     ap.add_argument("--dim", type=int, default=784)
     args = ap.parse_args(argv)
     if not args.synthetic:
-        phases_report(args.datasets.split(","), json.loads(args.fast), args.seed, args.home,
+        phases_report(args.datasets.split(","), json.loads(args.other), args.seed, args.home,
                       args.mirror, args.peer)
         return
     X, y, Xt, _ = synthetic(args.n, args.dim)

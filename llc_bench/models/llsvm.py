@@ -51,7 +51,6 @@ from ..coding.local import (
     LEARNABLE_CODINGS,
     LocalCode,
     make_coding,
-    row_sq_norms,
 )
 from ..data.stream import SAMPLE_ROWS, is_source
 from ._validation import (
@@ -73,9 +72,6 @@ from .llc_sgd import (
     stream_batches,
     train_llc_sgd,
 )
-
-#: Rows × (anchors + outputs) per chunk of the prediction GEMM.
-_PREDICT_CHUNK_ENTRIES = 1 << 22
 
 
 def _index_predict(predict, classes):
@@ -398,44 +394,19 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(F, axis=1)]
 
     def _scores(self, X, timings: dict | None = None) -> np.ndarray:
-        """(n, n_out) decision values: one GEMM of X against [anchors; W] per chunk."""
+        """(n, n_out) decision values f_c(x) = Σ_a γ_a (W_c[j_a]·x + b_c[j_a]) (eq. 8):
+        the codes (one distance GEMM against the anchors), then only the k active
+        linear models per row (``decision_from_codes``, the history's kernel)."""
         if is_source(X):
             return np.vstack([self._scores(Xc, timings) for _, Xc in X.iter_chunks()])
-        V = self.anchors_
-        m, D = V.shape
-        n_out = self.b_.shape[0]
-        use_W = self._use_W_fit
-        stacked = np.vstack([V, self.W_.reshape(n_out * m, D)]) if use_W else V
-        vv = np.einsum("ij,ij->i", V, V)
-        n = X.shape[0]
-        out = np.empty((n, n_out))
-        chunk = max(1, _PREDICT_CHUNK_ENTRIES // stacked.shape[0])
-        t_enc = t_dec = 0.0
-        k = self.coding_.k
-        for start in range(0, n, chunk):  # chunks of rows; each is one BLAS GEMM
-            t = time.perf_counter()
-            Xc = X[start : start + chunk]
-            G = np.asarray(Xc @ stacked.T)
-            xx = row_sq_norms(Xc)
-            D2 = xx[:, None] - 2.0 * G[:, :m] + vv[None, :]
-            if k < m:
-                idx = np.sort(np.argpartition(D2, k - 1, axis=1)[:, :k], axis=1)
-            else:
-                idx = np.broadcast_to(np.arange(m), D2.shape).copy()
-            d = np.maximum(np.take_along_axis(D2, idx, axis=1), 0.0)
-            gam = self.coding_.weights_from_sq_distances(d, xx[:, None] + vv[idx])
-            t_enc += time.perf_counter() - t
-            t = time.perf_counter()
-            # f_c = Σ_a γ_a (W_c[j_a]·x + b_c[j_a])   (eq. 8), gathered from the GEMM
-            H = self.b_[:, idx].transpose(1, 0, 2)  # (nc, n_out, k)
-            if use_W:
-                P = G[:, m:].reshape(-1, n_out, m)
-                H = H + np.take_along_axis(P, idx[:, None, :], axis=2)
-            out[start : start + Xc.shape[0]] = np.einsum("nck,nk->nc", H, gam)
-            t_dec += time.perf_counter() - t
+        t = time.perf_counter()
+        code = self._encode(X)
+        t_enc = time.perf_counter() - t
+        t = time.perf_counter()
+        out = decision_from_codes(X, code, self.W_, self.b_, self._use_W_fit)
         if timings is not None:
             timings["encode"] = timings.get("encode", 0.0) + t_enc
-            timings["decision"] = timings.get("decision", 0.0) + t_dec
+            timings["decision"] = timings.get("decision", 0.0) + time.perf_counter() - t
         return out
 
     def _validate_predict_X(self, X):
