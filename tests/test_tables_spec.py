@@ -70,6 +70,14 @@ def test_paper_details_the_configs_carry():
     assert occ.settings("mnist", "lib_llsvm+g_occ").dataset_config == "mnist_40k"
     assert occ.settings("usps", "linear_svm+g_occ").overrides["coding.n_basis"] == 95
     assert occ.methods["mcsvm"].status == "reported_only"
+    # ML3 Table 2: OCC on raw UCI features (its f - b is even in x on centred data),
+    # with the per-dataset basis size kept; the other methods standardise
+    ml3_2 = load_table("ml3_table2")
+    liver = ml3_2.settings("liver", "g_occ")
+    assert liver.overrides["dataset.scaling"] == "none" and liver.overrides["coding.n_basis"] == 6
+    assert "raw features" in liver.notes[0]
+    assert "dataset.scaling" not in ml3_2.settings("liver", "liblinear").overrides
+    assert "dataset.scaling" not in ml3_2.settings("banana", "c_occ").overrides
 
 
 def test_profiles():
