@@ -40,6 +40,22 @@ def test_a_run_records_its_threads_and_window_and_logs_start_and_end(tmp_path):
     assert [json.loads(x)["event"] for x in lines] == ["start", "end"]
     assert json.loads(lines[1])["status"] == "complete"
     assert overlapping(window, read_log(tmp_path / "results")) == []   # itself does not count
+    assert record["timings"]["jit_compile_train"] >= 0.0 <= record["timings"]["jit_compile_test"]
+
+
+def test_numba_compilation_inside_a_timed_block_is_recorded_and_makes_the_timing_unclean():
+    numba = pytest.importorskip("numba")
+    square = numba.njit(lambda x: x * x)            # not cached: compiles on its first call
+    first, second = {}, {}
+    with runner.jit_compile_timer(first, "jit_compile_train"):
+        assert square(3.0) == 9.0
+    with runner.jit_compile_timer(second, "jit_compile_train"):
+        assert square(4.0) == 16.0                   # compiled already: costs nothing here
+    assert first["jit_compile_train"] > 0.0 and second["jit_compile_train"] == 0.0
+    record = _record("llsvm", 0, 0.1, _window("a", 0, 1))
+    assert timing_problem(record, []) is None
+    record["timings"].update(first)
+    assert timing_problem(record, []) == "included numba JIT compilation"
 
 
 def test_thread_settings_without_threadpoolctl_fall_back_to_the_variables(monkeypatch):

@@ -250,7 +250,8 @@ def _ratio_parts(metric, spec, records, dataset, by_seed, seeds) -> tuple | None
 
 
 def timing_problem(record: dict, log: list[dict]) -> str | None:
-    """Why the timings of ``record`` are not clean (None: one thread, nothing overlapped)."""
+    """Why the timings of ``record`` are not clean (None: one thread, nothing overlapped,
+    every numba kernel loaded from its cache rather than compiled inside the timed fit)."""
     window = record.get("run_window")
     if not window:
         return "recorded before the start/stop log (overlap unknown)"
@@ -258,6 +259,9 @@ def timing_problem(record: dict, log: list[dict]) -> str | None:
         return "overlapped another run"
     if not (record.get("threads") or {}).get("single"):
         return "ran with more than one thread"
+    timings = record.get("timings") or {}
+    if timings.get("jit_compile_train", 0.0) + timings.get("jit_compile_test", 0.0) > 0.0:
+        return "included numba JIT compilation"
     return None
 
 

@@ -93,8 +93,9 @@ def tables_command(argv: list[str], echo=print) -> dict:
                         help="print what would run (the multirun command lines) and exit")
     parser.add_argument("--timing-only", action="store_true",
                         help="rerun only the runs of the timing tables whose records are not "
-                        "timed cleanly (overlapped by another run, more than one thread, or "
-                        "made before the start/stop log), replacing their records; use with "
+                        "timed cleanly (overlapped by another run, more than one thread, numba "
+                        "JIT compilation inside the timed fit, or made before the start/stop "
+                        "log), replacing their records; use with "
                         "--jobs 1 (the other tables are left as they are)")
     _common(parser)
     args = parser.parse_args(argv)

@@ -30,7 +30,8 @@ LEGEND = ("Each cell: paper / ours (ours − paper). Ours = mean ± std over our
           "known, or both 0) a fixed tolerance: 0.5 points for accuracy/error/rank, 0.005 "
           "for hinge losses. Timings and time ratios: within a factor of 2, as the hardware "
           "differs; † = a timing from runs that overlapped another run, used more than one "
-          "thread, or predate the start/stop log (see the note). ▲ better, ▼ worse. "
+          "thread, included numba JIT compilation or predate the start/stop log (see the "
+          "note). ▲ better, ▼ worse. "
           "— = not reported; [a] = see the notes.")
 TIMING_MARK = "†"
 
@@ -390,7 +391,7 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
               "known; timings within a factor of 2), better or worse; the same counts by the "
               "old rule (within the paper's std alone; shown for this release so the change is "
               "visible); the paper's cells we cannot fill and why; timing cells whose runs were "
-              "not timed cleanly (overlapped, multi-threaded or unchecked); the wall time of "
+              "not timed cleanly (overlapped, multi-threaded, JIT-compiling or unchecked); the wall time of "
               "the builds that ran the table's runs (a build from the store costs nothing) and "
               "the compute time recorded by the runs.", ""]
     rows = []
