@@ -71,7 +71,9 @@ def main(argv=None) -> None:
                         out.append(r)
             print(f"[{name}]")
             print(_summary("before (numerics_version 1)", old))
-            print(_summary("after  (numerics_version 2)", new))
+            versions = sorted({int(r.config["numerics_version"]) for r in plan.runs()
+                               if r.config.get("numerics_version")})
+            print(_summary(f"now    (numerics_version {'/'.join(map(str, versions))})", new))
 
 
 if __name__ == "__main__":
