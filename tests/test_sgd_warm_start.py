@@ -87,6 +87,42 @@ def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
 
 
 @pytest.mark.parametrize("learned", [False, True])
+def test_multi_pass_calibration_costs_are_the_objective_after_that_many_epochs(learned):
+    """calibration_passes: each grid cost is the subsample objective after ``passes``
+    epochs of the real schedule (step counter and skip count carried, one seeded order
+    per pass), checked against the epochs run by hand; one pass is the default."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    clf = LLSVMClassifier(n_anchors=6, k=3, epochs=0, random_state=0).fit(X, y)
+    code = clf.coding_.encode(X, clf.anchors_)
+    Y = llc_sgd.labels_matrix(y, 2)
+    coding = SoftKNNCoding(k=3, beta=1.0)
+    extra = dict(anchors=clf.anchors_, coding=coding) if learned else {}
+    kw = dict(lambda_=1e-3, skip=16, bias_scale=0.5)
+    _, two = calibrate_eta0(X, Y, code, clf.W_, clf.b_, repeats=1, passes=2, random_state=0,
+                            **kw, **extra)
+    _, one = calibrate_eta0(X, Y, code, clf.W_, clf.b_, repeats=1, random_state=0, **kw,
+                            **extra)
+    assert two["passes"] == 2 and one["passes"] == 1 and two["grid"] != one["grid"]
+    order_rng = np.random.default_rng(0)
+    orders = [order_rng.permutation(300), order_rng.permutation(300)]
+    eta0 = 1e-3 ** -0.25 * 2.0 ** -6  # a point of the grid (exponent -6)
+    W, b, V = clf.W_.copy(), clf.b_.copy(), clf.anchors_.copy()
+    t, count = 0, 16
+    step = dict(kw, t0=1.0 / (1e-3 * eta0))
+    for order in orders:
+        if learned:
+            t, count, _ = llc_sgd.run_epoch_anchors(X, Y, order, V, W, b, t, count, coding,
+                                                   **step)
+        else:
+            t, count = llc_sgd.run_epoch(X, Y, code, order, W, b, t, count, **step)
+    code_now = coding.encode(X, V) if learned else code
+    expected = llc_sgd.sgd_objective(X, Y, code_now, W, b, 1e-3)[0]
+    assert two["grid"][f"{eta0:.6g}"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("learned", [False, True])
 def test_calibration_same_on_one_and_two_threads(learned):
     """The grid's passes run one per numba thread; the costs do not depend on how many."""
     import numba

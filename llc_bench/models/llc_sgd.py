@@ -347,15 +347,16 @@ MAX_RETRIES = 4
 def calibrate_eta0(
     X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
     coding=None, anchor_scale=1.0, anchor_step_max=None, n_sub=CALIBRATION_ROWS,
-    repeats=CALIBRATION_REPEATS, random_state=None,
+    repeats=CALIBRATION_REPEATS, passes=1, random_state=None,
 ) -> tuple[float, dict]:
     """t0 = 1/(λ η0) with η0 chosen *from the warm start* (W, b and, when learned, the
     anchors; none of them is changed).
 
-    For every η0 on the grid λ^(-1/4)·2^j (:data:`ETA0_GRID_EXPONENTS`), one SGD pass of
-    the real schedule (step counter from 0, as the first epoch) runs from the warm start
-    over ``repeats`` seeded subsamples of ≤ ``n_sub`` rows, moving the anchors too when
-    ``anchors`` is given; its cost is the training objective on that subsample
+    For every η0 on the grid λ^(-1/4)·2^j (:data:`ETA0_GRID_EXPONENTS`), ``passes`` SGD
+    passes of the real schedule (step counter from 0, as the first epochs; each pass its
+    own seeded order) run from the warm start over ``repeats`` seeded subsamples of
+    ≤ ``n_sub`` rows, moving the anchors too when ``anchors`` is given; the cost is the
+    training objective on that subsample
     (:func:`sgd_objective`, re-encoded with the moved anchors).  The η0 of the lowest mean
     cost is kept (ties within :data:`CALIBRATION_TIE`: the largest).  A warm start that
     SGD cannot improve gets a tiny η0, i.e. SGD that leaves it nearly unchanged.
@@ -373,21 +374,24 @@ def calibrate_eta0(
         Xs = X[rows]
         Ys = np.ascontiguousarray(Y[rows])
         cs = code.take(rows)
-        order = rng.permutation(rows.size)
+        orders = [rng.permutation(rows.size) for _ in range(passes)]
         start_cost[r] = sgd_objective(Xs, Ys, cs, W, b, lambda_, use_W)[0]
 
-        def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, order=order):
+        def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, orders=orders):
             Wc, bc = W.copy(), b.copy()
             kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
                       bias_scale=bias_scale, use_W=use_W)
+            t, count = 0, skip
             if anchors is None:
-                run_epoch(Xs, Ys, cs, order, Wc, bc, 0, skip, **kw)
+                for order in orders:
+                    t, count = run_epoch(Xs, Ys, cs, order, Wc, bc, t, count, **kw)
                 code_now = cs
             else:
                 Vc = anchors.copy()
-                run_epoch_anchors(Xs, Ys, order, Vc, Wc, bc, 0, skip, coding,
-                                  anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
-                                  **kw)
+                for order in orders:
+                    t, count, _ = run_epoch_anchors(
+                        Xs, Ys, order, Vc, Wc, bc, t, count, coding, anchor_scale=anchor_scale,
+                        anchor_step_max=anchor_step_max, **kw)
                 code_now = coding.encode(Xs, Vc)
             return sgd_objective(Xs, Ys, code_now, Wc, bc, lambda_, use_W)[0]
 
@@ -405,6 +409,7 @@ def calibrate_eta0(
         "eta0": eta0,
         "n_sub": int(min(n, n_sub)),
         "repeats": int(repeats),
+        "passes": int(passes),
         "start_cost": float(start_cost.mean()),
         "grid": {f"{g:.6g}": float(c) for g, c in zip(grid, mean, strict=True)},
     }
@@ -450,6 +455,7 @@ def train_llc_sgd(
     anchor_step_max: float | None = None,
     objective: Callable[[np.ndarray, np.ndarray], float] | None = None,
     batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
+    calibration_passes: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
@@ -526,7 +532,7 @@ def train_llc_sgd(
         t0, info["t0_calibration"] = calibrate_eta0(
             X, Y, code, W, b, anchors=anchors if learn_anchors else None, coding=coding,
             anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
-            random_state=seed_calibration, **kw)
+            passes=calibration_passes, random_state=seed_calibration, **kw)
     start = (W.copy(), b.copy(), anchors.copy() if learn_anchors else None)
     start_obj = objective(W, b) if objective is not None else None
     if callback is not None:

@@ -113,6 +113,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         "cv_max_rows": [Interval(Integral, 10, None, closed="left"), None],
         "kmeans_sample": [COUNT, None], "kmeans_tol": [POSITIVE, None],
         "init_solver": [StrOptions(set(INIT_SOLVERS)), None], "init_eps": [POSITIVE, None],
+        "calibration_passes": [COUNT, None],
     }
 
     def _check_param_combinations(self):
@@ -351,6 +352,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             objective=objective,
             batches=None if source is None else stream_batches(
                 source, y_all, n_classes, None if learn else self._encode),
+            calibration_passes=int(self.calibration_passes or 1),
         )
         sgd_bar.close()
         timings["sgd"] = time.perf_counter() - t - hist_time[0]
@@ -533,6 +535,11 @@ class LLSVMClassifier(_LocalSVMBase):
         Newton on the squared hinge).
     init_eps : float or None, default None
         LIBLINEAR's ``-e`` for the init (None = its default: 0.1 for -s 3, 0.01 for -s 2).
+    calibration_passes : int or None, default None
+        Opt-in: passes over each calibration subsample per η0 (None = 1).  One pass is
+        myopic for learned anchors, whose gain builds up over epochs: on letter LLC-SAPL
+        (60 epochs) the one-pass η0 = 5e-4 never lowers the objective (the init is kept,
+        94.75 %), a fixed η0 = 0.07 ends 35 % below it (96.55 %).
     """
 
     def __init__(
@@ -564,6 +571,7 @@ class LLSVMClassifier(_LocalSVMBase):
         kmeans_tol=None,
         init_solver="dual_cd",
         init_eps=None,
+        calibration_passes=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -592,6 +600,7 @@ class LLSVMClassifier(_LocalSVMBase):
         self.kmeans_tol = kmeans_tol
         self.init_solver = init_solver
         self.init_eps = init_eps
+        self.calibration_passes = calibration_passes
 
 
 class LCCSVMClassifier(_LocalSVMBase):
@@ -633,6 +642,7 @@ class LCCSVMClassifier(_LocalSVMBase):
         kmeans_tol=None,
         init_solver="dual_cd",
         init_eps=None,
+        calibration_passes=None,
     ):
         self.n_anchors = n_anchors
         self.k = k
@@ -661,3 +671,4 @@ class LCCSVMClassifier(_LocalSVMBase):
         self.kmeans_tol = kmeans_tol
         self.init_solver = init_solver
         self.init_eps = init_eps
+        self.calibration_passes = calibration_passes

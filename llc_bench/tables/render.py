@@ -391,8 +391,9 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
               "known; timings within a factor of 2), better or worse; the same counts by the "
               "old rule (within the paper's std alone; shown for this release so the change is "
               "visible); the paper's cells we cannot fill and why; timing cells whose runs were "
-              "not timed cleanly (overlapped, multi-threaded, JIT-compiling or unchecked); the wall time of "
-              "the builds that ran the table's runs (a build from the store costs nothing) and "
+              "not timed cleanly (overlapped, multi-threaded, JIT-compiling or unchecked); the "
+              "wall time of the builds that ran the table's runs (a build from the store costs "
+              "nothing) and "
               "the compute time recorded by the runs.", ""]
     rows = []
     for r in records:
