@@ -24,6 +24,8 @@ def list_figures() -> dict:
 def _effective(spec: dict, profile: Profile) -> dict:
     spec = dict(spec)
     quick = dict(spec.pop("quick", None) or {})
+    if profile.name == "quick":  # the quick profile's one seed, whatever the full one uses
+        spec["seeds"] = int(quick.get("seeds", 1))
     if profile.name == "quick" and quick:
         if "datasets" in quick:
             spec["datasets"] = quick["datasets"]
