@@ -86,17 +86,20 @@ def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
     assert t0 == pytest.approx(1 / (1e-3 * info["eta0"]))
 
 
+def _xor_warm_start(seed, n, d, m):
+    """(X, LIBLINEAR-initialised LL-SVM, its codes, Y) on an XOR-like problem."""
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    clf = LLSVMClassifier(n_anchors=m, k=3, epochs=0, random_state=0).fit(X, y)
+    return X, clf, clf.coding_.encode(X, clf.anchors_), llc_sgd.labels_matrix(y, 2)
+
+
 @pytest.mark.parametrize("learned", [False, True])
 def test_multi_pass_calibration_costs_are_the_objective_after_that_many_epochs(learned):
     """calibration_passes: each grid cost is the subsample objective after ``passes``
     epochs of the real schedule (step counter and skip count carried, one seeded order
     per pass), checked against the epochs run by hand; one pass is the default."""
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(300, 4))
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
-    clf = LLSVMClassifier(n_anchors=6, k=3, epochs=0, random_state=0).fit(X, y)
-    code = clf.coding_.encode(X, clf.anchors_)
-    Y = llc_sgd.labels_matrix(y, 2)
+    X, clf, code, Y = _xor_warm_start(seed=5, n=300, d=4, m=6)
     coding = SoftKNNCoding(k=3, beta=1.0)
     extra = dict(anchors=clf.anchors_, coding=coding) if learned else {}
     kw = dict(lambda_=1e-3, skip=16, bias_scale=0.5)
@@ -127,12 +130,7 @@ def test_calibration_same_on_one_and_two_threads(learned):
     """The grid's passes run one per numba thread; the costs do not depend on how many."""
     import numba
 
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(500, 5))
-    y = (X[:, 0] * X[:, 1] > 0).astype(int)
-    clf = LLSVMClassifier(n_anchors=8, k=3, epochs=0, random_state=0).fit(X, y)
-    code = clf.coding_.encode(X, clf.anchors_)
-    Y = llc_sgd.labels_matrix(y, 2)
+    X, clf, code, Y = _xor_warm_start(seed=4, n=500, d=5, m=8)
     extra = dict(anchors=clf.anchors_, coding=SoftKNNCoding(k=3, beta=1.0)) if learned else {}
     out = []
     for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
