@@ -539,7 +539,9 @@ class LLSVMClassifier(_LocalSVMBase):
         Opt-in: passes over each calibration subsample per η0 (None = 1).  One pass is
         myopic for learned anchors, whose gain builds up over epochs: on letter LLC-SAPL
         (60 epochs) the one-pass η0 = 5e-4 never lowers the objective (the init is kept,
-        94.75 %), a fixed η0 = 0.07 ends 35 % below it (96.55 %).
+        94.75 %), a fixed η0 = 0.07 ends 35 % below it (96.55 %).  But many passes over
+        one small subsample overfit it (ijcnn: 10 passes pick a 4x larger η0 that keeps
+        the init); results/bench/calibration_passes.txt.
     """
 
     def __init__(
