@@ -44,13 +44,15 @@ def _problem(n=150, D=5, m=7, k=3, n_classes=2, sparse=False, seed=0):
     [
         dict(),  # dense binary
         dict(n_classes=3),  # one-vs-all, shared codes
+        dict(n_classes=5),  # the kernel's dot products: a block of 4 classes + 1
+        dict(n_classes=7),  # 4 + 2 + 1
         dict(use_W=False),  # LCC+SVM: only b, b decays
         dict(sparse=True),
         dict(sparse=True, n_classes=4, use_W=False),
         dict(t0=2.0, skip=7),  # r = 1 - skip/(t + t0) < 0.8: SVMSGD2 safeguard
         dict(bias_scale=0.0),  # frozen bias (released code)
     ],
-    ids=["dense", "multiclass", "lcc", "csr", "csr-mc-lcc", "safeguard", "frozen-b"],
+    ids=["dense", "multiclass", "mc5", "mc7", "lcc", "csr", "csr-mc-lcc", "safeguard", "frozen-b"],
 )
 def test_numba_kernel_matches_numpy_reference(case):
     case = dict(case)
@@ -80,8 +82,9 @@ def test_numba_kernel_matches_numpy_reference(case):
         np.testing.assert_array_equal(bk, b0)
 
 
-def test_decision_from_codes_matches_dense_formula():
-    X, Y, code, W, b = _problem(n_classes=3)
+@pytest.mark.parametrize("n_classes", [2, 3, 4, 6, 7, 10])
+def test_decision_from_codes_matches_dense_formula(n_classes):
+    X, Y, code, W, b = _problem(n_classes=n_classes)
     F = decision_from_codes(X, code, W, b)
     G = code.to_dense(7)
     ref = np.einsum("nj,cjd,nd->nc", G, W, X) + G @ b.T  # eq. 8 per class

@@ -68,34 +68,84 @@ def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
     return sw, sb
 
 
+@njit(cache=True, nogil=True, fastmath=True, inline="always")
+def _class_dots(W, j, x, out):
+    """out[c] = W[c, j]·x for every class c, four (then two, then one) classes per pass
+    over x: x is loaded once for four dot products (multi-class SGD, issue 17).  The same
+    dot products as one class at a time, summed in another order (rounding only)."""
+    n_cls = W.shape[0]
+    D = x.shape[0]
+    c = 0
+    while c + 4 <= n_cls:
+        w0 = W[c, j]
+        w1 = W[c + 1, j]
+        w2 = W[c + 2, j]
+        w3 = W[c + 3, j]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for d in range(D):
+            xd = x[d]
+            s0 += w0[d] * xd
+            s1 += w1[d] * xd
+            s2 += w2[d] * xd
+            s3 += w3[d] * xd
+        out[c] = s0
+        out[c + 1] = s1
+        out[c + 2] = s2
+        out[c + 3] = s3
+        c += 4
+    while c + 2 <= n_cls:
+        w0 = W[c, j]
+        w1 = W[c + 1, j]
+        s0 = 0.0
+        s1 = 0.0
+        for d in range(D):
+            xd = x[d]
+            s0 += w0[d] * xd
+            s1 += w1[d] * xd
+        out[c] = s0
+        out[c + 1] = s1
+        c += 2
+    if c < n_cls:
+        w0 = W[c, j]
+        s0 = 0.0
+        for d in range(D):
+            s0 += w0[d] * x[d]
+        out[c] = s0
+
+
 @njit(cache=True, nogil=True, fastmath=True)
 def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W):
     n_cls, m, D = W.shape
     k = idx.shape[1]
     sw = 1.0
     sb = 1.0
+    dots = np.zeros(n_cls)
+    f = np.empty(n_cls)
     for p in range(order.shape[0]):
         i = order[p]
+        x = X[i]
         eta = 1.0 / (lam * (t + t0))  # optimal rate 1/(λ(t + t0))
+        # eq. (8): f_c = γᵀ W_c x + γᵀ b_c over the k active anchors, all classes at once
+        f[:] = 0.0
+        for a in range(k):
+            j = idx[i, a]
+            if use_W:
+                _class_dots(W, j, x, dots)
+            for c in range(n_cls):
+                f[c] += gam[i, a] * (sw * dots[c] + sb * b[c, j])
         for c in range(n_cls):
             y = Y[i, c]
-            # eq. (8): f = γᵀ W x + γᵀ b over the k active anchors
-            f = 0.0
-            for a in range(k):
-                j = idx[i, a]
-                s = 0.0
-                if use_W:
-                    for d in range(D):
-                        s += W[c, j, d] * X[i, d]
-                f += gam[i, a] * (sw * s + sb * b[c, j])
-            if 1.0 - y * f > 0.0:  # hinge violated
+            if 1.0 - y * f[c] > 0.0:  # hinge violated (class c's update leaves f_c' alone)
                 for a in range(k):
                     j = idx[i, a]
                     g = eta * y * gam[i, a]
                     if use_W:  # eq. (11): W[j] += η y γ_j x   (stored W = W_true / sw)
                         gw = g / sw
                         for d in range(D):
-                            W[c, j, d] += gw * X[i, d]
+                            W[c, j, d] += gw * x[d]
                     b[c, j] += g * bias_scale / sb  # eq. (12) with the bias-corrected rate
         count -= 1
         if count <= 0:  # skip regularisation, eq. (13); b instead of W for LCC+SVM
@@ -160,17 +210,14 @@ def decision_codes_dense(X, idx, gam, W, b, use_W):
     n_cls, m, D = W.shape
     k = idx.shape[1]
     out = np.zeros((n, n_cls))
+    dots = np.zeros(n_cls)
     for i in range(n):
-        for c in range(n_cls):
-            f = 0.0
-            for a in range(k):
-                j = idx[i, a]
-                s = b[c, j]
-                if use_W:
-                    for d in range(D):
-                        s += W[c, j, d] * X[i, d]
-                f += gam[i, a] * s
-            out[i, c] = f
+        for a in range(k):
+            j = idx[i, a]
+            if use_W:
+                _class_dots(W, j, X[i], dots)
+            for c in range(n_cls):
+                out[i, c] += gam[i, a] * (dots[c] + b[c, j])
     return out
 
 
@@ -298,6 +345,7 @@ def sgd_epoch_anchors_dense(
     g = np.empty(k)
     h = np.empty((n_cls, k))
     f = np.empty(n_cls)
+    dots = np.zeros(n_cls)
     viol = np.empty(n_cls, np.bool_)
     for p in range(order.shape[0]):
         i = order[p]
@@ -306,18 +354,16 @@ def sgd_epoch_anchors_dense(
         ka = _weights(dist, kind, param, gam, g)
         n_active[p] = ka
         any_viol = False
+        f[:] = 0.0  # eq. (11): f = γᵀ(W x + b), all classes at once
+        for a in range(ka):
+            j = idx[a]
+            if use_W:
+                _class_dots(W, j, X[i], dots)
+            for c in range(n_cls):
+                h[c, a] = sw * dots[c] + sb * b[c, j]
+                f[c] += gam[a] * h[c, a]
         for c in range(n_cls):
-            fc = 0.0  # eq. (11): f = γᵀ(W x + b)
-            for a in range(ka):
-                j = idx[a]
-                s = 0.0
-                if use_W:
-                    for d in range(D):
-                        s += W[c, j, d] * X[i, d]
-                h[c, a] = sw * s + sb * b[c, j]
-                fc += gam[a] * h[c, a]
-            f[c] = fc
-            viol[c] = 1.0 - Y[i, c] * fc > 0.0
+            viol[c] = 1.0 - Y[i, c] * f[c] > 0.0
             any_viol = any_viol or viol[c]
         if any_viol:
             # anchors first, pre-update W, b: v_j += η·scale·Σ_c y_c ∂f_c/∂v_j (eq. 16, 21)
