@@ -95,3 +95,30 @@ def test_ijcnn_streamed_in_seven_chunks_is_within_a_third_of_a_point(tmp_path, m
     acc_a, acc_b = a.score(memory.X_test, memory.y_test), b.score(streamed.X_test,
                                                                  streamed.y_test)
     assert acc_a > 0.95 and abs(acc_a - acc_b) <= 0.003, (acc_a, acc_b)
+
+
+def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
+    """Fixed-anchor codes kept after the first epoch (the default when they fit the
+    budget) give the numbers of codes recomputed for every chunk of every epoch."""
+    import functools
+
+    from llc_bench.models import llc_sgd, llsvm
+
+    store, y, Xt, yt = data
+    source = S.RowSource(store, chunk_rows=128)
+    calls = []
+    encode = LLSVMClassifier._encode
+    monkeypatch.setattr(LLSVMClassifier, "_encode",
+                        lambda self, X, anchors=None: calls.append(X.shape[0]) or
+                        encode(self, X, anchors))
+    kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
+    kept = LLSVMClassifier(**kw).fit(source, y)
+    n_kept = len(calls)
+    monkeypatch.setattr(llsvm, "stream_batches",
+                        functools.partial(llc_sgd.stream_batches, code_cache_bytes=0))
+    calls.clear()
+    fresh = LLSVMClassifier(**kw).fit(source, y)
+    assert len(calls) - n_kept == 2 * source.n_chunks  # epochs 2 and 3 re-encode
+    np.testing.assert_array_equal(kept.W_, fresh.W_)
+    np.testing.assert_array_equal(kept.b_, fresh.b_)
+    assert kept.fit_info_["sgd"]["epoch_objectives"] == fresh.fit_info_["sgd"]["epoch_objectives"]

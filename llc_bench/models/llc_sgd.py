@@ -603,21 +603,44 @@ def in_memory_batches(X, Y, code):
     return lambda rng: [(X, Y, code, rng.permutation(X.shape[0]))]
 
 
-def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefetch=True):
+#: Streamed fixed-anchor codes are kept in memory after the first epoch when all rows'
+#: codes (indices + weights) take at most this many bytes (8.1M rows, k = 8: 777 MB).
+CODE_CACHE_BYTES = 1 << 30
+
+
+def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefetch=True,
+                   code_cache_bytes: int = CODE_CACHE_BYTES):
     """The streaming producer over a chunked source (``llc_bench.data.stream``): the
     chunks in a seeded order (no draw for a single chunk, so one chunk replays the
     in-memory epoch), each with ``rng.permutation`` of its rows; targets from ``y_idx``
     and codes (``encode(X_c)``; None when the anchors are learned) per chunk.
 
-    ``prefetch``: read, scale and encode the next chunk in a second thread while the
-    (nogil) kernel trains on the current one.  The draws and every number are the same
-    as without it (one producer, in order); at most two chunks are in memory."""
+    Fixed anchors give every chunk the same codes in every epoch: they are computed in
+    the first epoch and kept (indices and weights only) when all the source's codes fit
+    ``code_cache_bytes``, so later epochs only read x (the same numbers: the encoding is
+    deterministic).  ``prefetch``: read, scale and encode the next chunk in a second
+    thread while the (nogil) kernel trains on the current one.  The draws and every
+    number are the same as without it (one producer, in order); at most two chunks of x
+    are in memory."""
+    kept: dict = {}
+
+    def code_of(c, Xc):
+        if c in kept:
+            return kept[c]
+        code = encode(Xc)
+        slim = LocalCode(code.indices, code.weights, None, code.n_active)
+        per_row = sum(a.nbytes for a in (slim.indices, slim.weights, slim.n_active)
+                      if a is not None) / max(code.n, 1)
+        if per_row * source.n_rows <= code_cache_bytes:
+            kept[c] = slim
+        return code
+
     def produce(rng):
         chunks = rng.permutation(source.n_chunks) if source.n_chunks > 1 else [0]
         for c, Xc in source.iter_chunks(chunks):
             lo, hi = source.bounds(c)
             Yc = labels_matrix(y_idx[lo:hi], n_classes)
-            yield Xc, Yc, None if encode is None else encode(Xc), rng.permutation(hi - lo)
+            yield Xc, Yc, None if encode is None else code_of(c, Xc), rng.permutation(hi - lo)
 
     if not prefetch or source.n_chunks == 1:
         return produce
