@@ -193,7 +193,8 @@ def _problem(n=120, D=4, m=9, n_classes=2, seed=0):
         dict(coding=("adaptive_knn", 0.4), n_classes=4),
         dict(coding=("adaptive_knn", 0.4), use_W=False, skip=3, t0=2.0),
     ],
-    ids=["soft", "soft-mc", "soft-mc7", "soft-lcc", "adaptive", "adaptive-mc", "adaptive-lcc-safeguard"],
+    ids=["soft", "soft-mc", "soft-mc7", "soft-lcc", "adaptive", "adaptive-mc",
+         "adaptive-lcc-safeguard"],
 )
 def test_anchor_kernel_matches_numpy_reference(case):
     case = dict(case)
