@@ -6,7 +6,7 @@ import pytest
 
 from llc_bench.coding import SoftKNNCoding
 from llc_bench.models import LLSVMClassifier, llc_sgd
-from llc_bench.models.llc_sgd import ETA0_GRID_EXPONENTS, calibrate_eta0
+from llc_bench.models.llc_sgd import LEARNED_ETA0_EXPONENTS, LEARNED_PASSES, calibrate_eta0
 
 PRESETS = {  # the four llc_sgd models of the tables, at small m
     "llsvm": dict(),
@@ -63,9 +63,10 @@ def test_calibration_is_stable_across_seeds(standardised):
     for seed in (0, 1, 2):
         clf = _fit(X, y, "sapl", epochs=1, random_state=seed)
         cal = clf.fit_info_["sgd"]["t0_calibration"]
-        assert len(cal["grid"]) == len(ETA0_GRID_EXPONENTS) and cal["repeats"] >= 2
+        assert len(cal["grid"]) == len(LEARNED_ETA0_EXPONENTS) and cal["repeats"] >= 2
+        assert cal["passes"] == LEARNED_PASSES  # learned anchors: 10 passes per η0
         steps.append(np.log2(cal["eta0"]))
-    assert max(steps) - min(steps) <= 1.0 + 1e-9  # within one grid step (a factor of 2)
+    assert max(steps) - min(steps) <= 2.0 + 1e-9  # within one grid step (a factor of 4)
 
 
 def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
@@ -168,6 +169,9 @@ def test_numerics_version_enters_the_cache_key():
             "seed": 0, "dataset": {"name": "banana"}}
     llc = add_numerics_version({**base})
     assert llc["numerics_version"] == 3  # 3: dual_cd init, k-means on 20k rows (issue 17)
+    sapl = add_numerics_version({**base, "trainer": {"name": "llc_sgd", "learn_anchors": True},
+                                 "coding": {"name": "soft_knn"}})
+    assert sapl["numerics_version"] == 4  # 4: learned anchors' 10-pass η0 calibration
     lin = add_numerics_version({**base, "trainer": {"name": "liblinear"}, "coding": None})
     assert lin["numerics_version"] is None  # version 1 stays out: old keys unchanged
     assert config_hash(llc) != config_hash({**llc, "numerics_version": None})

@@ -126,7 +126,7 @@ def test_sapl_and_jo_on_csr_equal_dense(params, no_densify):
     X, y = _data(400, 0)
     Xt, yt = _data(200, 1)
     kw = dict(n_anchors=8, k=3, learn_anchors=True, epochs=2, skip=16, random_state=0,
-              anchor_method="random_per_class", **params)
+              anchor_method="random_per_class", calibration_passes=1, **params)
     dense = LLSVMClassifier(**kw).fit(X, y, eval_set=(Xt, yt))
     csr = LLSVMClassifier(**kw).fit(sp.csr_matrix(X), y, eval_set=(sp.csr_matrix(Xt), yt))
     assert np.abs(dense.anchors_ - dense.initial_anchors_).max() > 1e-3

@@ -334,6 +334,11 @@ ETA0_GRID_EXPONENTS = tuple(range(2, -25, -1))
 #: Rows per calibration subsample, and how many seeded subsamples are averaged.
 CALIBRATION_ROWS = 2000
 CALIBRATION_REPEATS = 2
+#: Learned anchors (LLC-SAPL / LLC-JO): their gain builds up over many steps, so each η0
+#: runs this many passes (scored on the rows they trained on: scored on other rows, a
+#: small subsample's SGD noise picks a tiny η0 every time) over a grid of step 4.
+LEARNED_PASSES = 10
+LEARNED_ETA0_EXPONENTS = ETA0_GRID_EXPONENTS[::2]
 #: Costs within this relative margin of the grid's minimum count as equal; the largest
 #: such η0 is kept (a flat tail of tiny steps would otherwise decide by rounding noise).
 CALIBRATION_TIE = 1e-4
@@ -347,12 +352,12 @@ MAX_RETRIES = 4
 def calibrate_eta0(
     X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
     coding=None, anchor_scale=1.0, anchor_step_max=None, n_sub=CALIBRATION_ROWS,
-    repeats=CALIBRATION_REPEATS, passes=1, random_state=None,
+    repeats=CALIBRATION_REPEATS, passes=1, exponents=ETA0_GRID_EXPONENTS, random_state=None,
 ) -> tuple[float, dict]:
     """t0 = 1/(λ η0) with η0 chosen *from the warm start* (W, b and, when learned, the
     anchors; none of them is changed).
 
-    For every η0 on the grid λ^(-1/4)·2^j (:data:`ETA0_GRID_EXPONENTS`), ``passes`` SGD
+    For every η0 on the grid λ^(-1/4)·2^j (j in ``exponents``), ``passes`` SGD
     passes of the real schedule (step counter from 0, as the first epochs; each pass its
     own seeded order) run from the warm start over ``repeats`` seeded subsamples of
     ≤ ``n_sub`` rows, moving the anchors too when ``anchors`` is given; the cost is the
@@ -366,7 +371,7 @@ def calibrate_eta0(
     rng = np.random.default_rng(random_state)
     n = X.shape[0]
     base = lambda_**-0.25
-    grid = [base * 2.0**j for j in ETA0_GRID_EXPONENTS]
+    grid = [base * 2.0**j for j in exponents]
     costs = np.zeros((repeats, len(grid)))
     start_cost = np.zeros(repeats)
     for r in range(repeats):
@@ -455,7 +460,7 @@ def train_llc_sgd(
     anchor_step_max: float | None = None,
     objective: Callable[[np.ndarray, np.ndarray], float] | None = None,
     batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
-    calibration_passes: int = 1,
+    calibration_passes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
@@ -532,7 +537,9 @@ def train_llc_sgd(
         t0, info["t0_calibration"] = calibrate_eta0(
             X, Y, code, W, b, anchors=anchors if learn_anchors else None, coding=coding,
             anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
-            passes=calibration_passes, random_state=seed_calibration, **kw)
+            passes=calibration_passes or (LEARNED_PASSES if learn_anchors else 1),
+            exponents=LEARNED_ETA0_EXPONENTS if learn_anchors else ETA0_GRID_EXPONENTS,
+            random_state=seed_calibration, **kw)
     start = (W.copy(), b.copy(), anchors.copy() if learn_anchors else None)
     start_obj = objective(W, b) if objective is not None else None
     if callback is not None:
