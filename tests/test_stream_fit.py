@@ -122,3 +122,57 @@ def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
     np.testing.assert_array_equal(kept.W_, fresh.W_)
     np.testing.assert_array_equal(kept.b_, fresh.b_)
     assert kept.fit_info_["sgd"]["epoch_objectives"] == fresh.fit_info_["sgd"]["epoch_objectives"]
+
+
+def test_the_kernel_scales_stored_pixels_as_the_source_does(tmp_path):
+    """Epochs after the first train on the stored uint8 rows, whose values the kernel
+    looks up row by row (issue 16): the same W and b, bit for bit, as on the float64
+    chunk the source builds with its numpy passes (x · value_scale − mean) / scale."""
+    from llc_bench.models import llc_sgd
+
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, size=(300, 12), dtype=np.uint8)
+    y = rng.integers(0, 3, size=300)
+    store = S.write_store(tmp_path / "px", pixels, y)
+    X = pixels / 255.0
+    source = S.RowSource(store, value_scale=1 / 255, mean=X.mean(axis=0),
+                         scale=X.std(axis=0) + 0.1)
+    stored, dense = source.stored_chunk(0), source.chunk(0)
+    assert stored.raw.dtype == np.uint8 and stored.table.shape == (256, 12)
+    assert S.RowSource(S.write_store(tmp_path / "f", X.astype(np.float32), y)
+                       ).stored_chunk(0) is None  # float rows: the float64 chunk as before
+    code = LLSVMClassifier(n_anchors=6, k=3, random_state=0, epochs=0).fit(dense, y)
+    idx = code.coding_.encode(dense, code.anchors_)
+    Y = llc_sgd.labels_matrix(y, 3)
+    kw = dict(lambda_=1e-3, t0=50.0, skip=4, bias_scale=0.5)
+    order = rng.permutation(300)
+    out = []
+    for rows in (dense, stored):
+        W, b = code.W_.copy(), code.b_.copy()
+        llc_sgd.run_epoch(rows, Y, idx, order, W, b, 0, 4, **kw)
+        out.append((W, b))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert not np.array_equal(out[0][0], code.W_)  # the epoch moved W
+
+
+def test_streamed_pixels_fit_as_the_float_chunks_do(tmp_path, monkeypatch):
+    """End to end: a standardised uint8 source in 3 chunks, codes kept (later epochs
+    look the stored bytes up) or not (every epoch scales and encodes float64 chunks)."""
+    import functools
+
+    from llc_bench.models import llc_sgd, llsvm
+
+    X, y = blobs(3, n=600, d=6, seed=3)
+    pixels = np.clip(np.round(X * 40 + 128), 0, 255).astype(np.uint8)
+    store = S.write_store(tmp_path / "px", pixels, y)
+    Xf = pixels / 255.0
+    source = S.RowSource(store, value_scale=1 / 255, mean=Xf.mean(axis=0),
+                         scale=Xf.std(axis=0), chunk_rows=256)
+    kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
+    looked_up = LLSVMClassifier(**kw).fit(source, y)
+    monkeypatch.setattr(llsvm, "stream_batches",
+                        functools.partial(llc_sgd.stream_batches, code_cache_bytes=0))
+    scaled = LLSVMClassifier(**kw).fit(source, y)
+    np.testing.assert_array_equal(looked_up.W_, scaled.W_)
+    np.testing.assert_array_equal(looked_up.b_, scaled.b_)

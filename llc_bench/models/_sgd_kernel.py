@@ -35,7 +35,8 @@ the same epoch on CSR rows (anchors dense, moved through a scale per anchor).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 _FOLD_BELOW = 1e-8  # fold the scale into the array when it gets this small
 
@@ -116,17 +117,43 @@ def _class_dots(W, j, x, out):
         out[c] = s0
 
 
+def _row(X, i, table, out):
+    """Row i as float64: X[i] itself (``table`` None), or the values ``table[u, d]`` of
+    its stored bytes u, looked up into ``out`` (no arithmetic: exact under fastmath)."""
+    if table is None:
+        return X[i]
+    out[:] = table[X[i], np.arange(out.shape[0])]
+    return out
+
+
+@overload(_row, jit_options={"nogil": True})
+def _row_typed(X, i, table, out):
+    # chosen at typing time, so the two kinds of row never meet in one variable
+    if isinstance(table, (types.NoneType, types.Omitted)):
+        return lambda X, i, table, out: X[i]
+
+    def lookup(X, i, table, out):
+        for d in range(out.shape[0]):
+            out[d] = table[X[i, d], d]
+        return out
+    return lookup
+
+
 @njit(cache=True, nogil=True, fastmath=True)
-def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W):
+def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W,
+                    table=None):
+    """``table`` None: X float64 as trained on; or X the stored uint8 rows and ``table``
+    their values (``StoredRows``), looked up per row as read (streaming, issue 16)."""
     n_cls, m, D = W.shape
     k = idx.shape[1]
     sw = 1.0
     sb = 1.0
     dots = np.zeros(n_cls)
     f = np.empty(n_cls)
+    row = np.empty(D)
     for p in range(order.shape[0]):
         i = order[p]
-        x = X[i]
+        x = _row(X, i, table, row)
         eta = 1.0 / (lam * (t + t0))  # optimal rate 1/(λ(t + t0))
         # eq. (8): f_c = γᵀ W_c x + γᵀ b_c over the k active anchors, all classes at once
         f[:] = 0.0

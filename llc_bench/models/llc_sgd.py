@@ -54,6 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..coding.local import LocalCode
+from ..data.stream import StoredRows
 from ..errors import ConfigError
 from . import _sgd_kernel as K
 
@@ -270,10 +271,14 @@ def run_epoch_anchors(
 def run_epoch(
     X, Y, code: LocalCode, order, W, b, t, count, *, lambda_, t0, skip, bias_scale, use_W=True
 ):
-    """One epoch with the numba kernel (dense or CSR X); W, b in place; returns (t, count)."""
+    """One epoch with the numba kernel (dense or CSR X, or ``StoredRows``: stored rows
+    scaled as read); W, b in place; returns (t, count)."""
     idx = code.indices
     gam = code.weights
     order = np.ascontiguousarray(order, dtype=np.int64)
+    table = None
+    if isinstance(X, StoredRows):
+        X, table = X.raw, X.table
     if sp.issparse(X):
         return K.sgd_epoch_csr(
             X.data,
@@ -308,6 +313,7 @@ def run_epoch(
         int(skip),
         float(bias_scale),
         bool(use_W),
+        table,
     )
 
 
@@ -625,7 +631,8 @@ def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefe
     Fixed anchors give every chunk the same codes in every epoch: they are computed in
     the first epoch and kept (indices and weights only) when all the source's codes fit
     ``code_cache_bytes``, so later epochs only read x (the same numbers: the encoding is
-    deterministic).  ``prefetch``: read, scale and encode the next chunk in a second
+    deterministic), and as stored when stored as bytes (``StoredRows``: uint8 pixels,
+    no float64 chunk).  ``prefetch``: read, scale and encode the next chunk in a second
     thread while the (nogil) kernel trains on the current one.  The draws and every
     number are the same as without it (one producer, in order); at most two chunks of x
     are in memory."""
@@ -644,9 +651,14 @@ def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefe
 
     def produce(rng):
         chunks = rng.permutation(source.n_chunks) if source.n_chunks > 1 else [0]
-        for c, Xc in source.iter_chunks(chunks):
+        for c in map(int, chunks):
             lo, hi = source.bounds(c)
             Yc = labels_matrix(y_idx[lo:hi], n_classes)
+            stored = source.stored_chunk(c) if c in kept else None
+            if stored is not None:  # codes kept, bytes stored: the kernel looks x up
+                yield stored, Yc, kept[c], rng.permutation(hi - lo)
+                continue
+            Xc = source.chunk(c)
             yield Xc, Yc, None if encode is None else code_of(c, Xc), rng.permutation(hi - lo)
 
     if not prefetch or source.n_chunks == 1:
