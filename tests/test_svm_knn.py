@@ -68,7 +68,7 @@ def test_matches_brute_force_loop(n_classes):
 def test_leave_one_out_excludes_the_point_itself():
     # K = 1 is always unanimous: its CV accuracy is leave-one-out 1-NN accuracy
     X, y = blobs(2, n=80, seed=4, scale=0.8)
-    model = SVMKNNClassifier(K_grid=(1, 3), n_cv_points=1000).fit(X, y)
+    model = SVMKNNClassifier(K_grid=(1, 3), C=1.0, n_cv_points=1000).fit(X, y)
     d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     np.fill_diagonal(d2, np.inf)
     loo = np.mean(y[d2.argmin(axis=1)] == y)
@@ -111,8 +111,8 @@ def test_sparse_equals_dense_and_chunking_is_invisible():
 def test_radius_scaling_keeps_the_signs_of_a_scale_free_problem():
     # scaling the data and the local problems together changes nothing
     X, y = xor(300, seed=8)
-    a = SVMKNNClassifier(n_neighbors=15, local_scale="radius").fit(X, y)
-    b = SVMKNNClassifier(n_neighbors=15, local_scale="radius").fit(100 * X, y)
+    a = SVMKNNClassifier(n_neighbors=15, C=1.0, local_scale="radius").fit(X, y)
+    b = SVMKNNClassifier(n_neighbors=15, C=1.0, local_scale="radius").fit(100 * X, y)
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(100 * X), atol=1e-6)
 
 

@@ -18,10 +18,10 @@ variant.  Choices the papers leave open, made here:
   ``classes_[1]``; multi-class: its per-class values, classes absent from the neighbours
   get min(-1, best - 1) so they never win); unanimous neighbourhoods give the constant
   margin +-1 (binary) or +1 for the neighbours' class and -1 for the others.
-* K (and optionally the local C) by leave-one-out on ``n_cv_points`` random training
-  points: each one's neighbours are searched in the whole training split minus itself,
-  which is one neighbour query for the whole grid.  The local C is fixed (C=1) by
-  default; ``C=None`` chooses it jointly with K over ``C_grid``.
+* K and the local C by leave-one-out on ``n_cv_points`` random training points: each
+  one's neighbours are searched in the whole training split minus itself, which is one
+  neighbour query for the whole grid.  ``C=None`` (the default) chooses C jointly with
+  K over ``C_grid``; a number fixes it (C=1 before LLC issue #14).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from llc_bench.models._validation import (
 )
 from llc_bench.models.liblinear_fit import fit_liblinear
 
-DEFAULT_K_GRID = (5, 10, 20, 40, 80, 160, 320)
+DEFAULT_K_GRID = (5, 10, 20, 40, 80, 160, 320, 640)
 DEFAULT_C_GRID = (0.1, 1.0, 10.0, 100.0)
 
 
@@ -68,7 +68,7 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "chunk_size": [COUNT], "random_state": ["random_state"],
     }
 
-    def __init__(self, n_neighbors=None, C=1.0, K_grid=DEFAULT_K_GRID, C_grid=DEFAULT_C_GRID,
+    def __init__(self, n_neighbors=None, C=None, K_grid=DEFAULT_K_GRID, C_grid=DEFAULT_C_GRID,
                  n_cv_points=1000, local_scale="none", bias=1.0, chunk_size=4096,
                  random_state=0):
         self.n_neighbors = n_neighbors
