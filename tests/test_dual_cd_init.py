@@ -130,3 +130,103 @@ def test_dual_cd_on_csr_equals_dense(use_W):
                          solver="dual_cd")
     np.testing.assert_allclose(new[0], ref[0], atol=1e-6)
     np.testing.assert_allclose(new[1], ref[1], atol=1e-6)
+
+
+def _dual_cd_reference(X, idx, gam, y, C, eps, max_iter, seed, m):
+    """Hsieh et al. 2008 Alg. 1 with shrinking, in plain Python, one anchor's dot product
+    at a time (the kernel's terms in the kernel's order: the same floats, bit for bit)."""
+    mask = (1 << 64) - 1
+
+    def xorshift(s):
+        s ^= (s << 13) & mask
+        s ^= s >> 7
+        s ^= (s << 17) & mask
+        return s
+
+    n, k = idx.shape
+    D = X.shape[1]
+    Wb = np.zeros((m, D + 1))
+    alpha = [0.0] * n
+    QD = []
+    for i in range(n):
+        xx = 1.0
+        for d in range(D):
+            xx += X[i, d] * X[i, d]
+        gg = 0.0
+        for a in range(k):
+            gg += gam[i, a] * gam[i, a]
+        QD.append(gg * xx)
+    state = (seed * 2654435761 + 0x9E3779B97F4A7C15) & mask
+    index, active, it = list(range(n)), n, 0
+    pg_max_old, pg_min_old = np.inf, -np.inf
+    while it < max_iter:
+        pg_max, pg_min = -np.inf, np.inf
+        for s in range(active):
+            state = xorshift(state)
+            r = s + state % (active - s)
+            index[s], index[r] = index[r], index[s]
+        s = 0
+        while s < active:
+            i = index[s]
+            f = 0.0
+            for a in range(k):
+                j, dot = idx[i, a], 0.0
+                for d in range(D):
+                    dot += Wb[j, d] * X[i, d]
+                f += gam[i, a] * (Wb[j, D] + dot)
+            G, PG = y[i] * f - 1.0, 0.0
+            if alpha[i] == 0.0 and G > pg_max_old or alpha[i] == C and G < pg_min_old:
+                active -= 1
+                index[s], index[active] = index[active], i
+                continue
+            if alpha[i] == 0.0:
+                PG = min(G, 0.0)
+            elif alpha[i] == C:
+                PG = max(G, 0.0)
+            else:
+                PG = G
+            pg_max, pg_min = max(pg_max, PG), min(pg_min, PG)
+            if abs(PG) > 1e-12:
+                old = alpha[i]
+                alpha[i] = min(max(old - G / QD[i], 0.0), C)
+                step = (alpha[i] - old) * y[i]
+                for a in range(k):
+                    j, c = idx[i, a], step * gam[i, a]
+                    for d in range(D):
+                        Wb[j, d] += c * X[i, d]
+                    Wb[j, D] += c
+            s += 1
+        it += 1
+        if pg_max - pg_min <= eps:
+            if active == n:
+                break
+            active, pg_max_old, pg_min_old = n, np.inf, -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+    return Wb, it
+
+
+@pytest.mark.parametrize("k", [3, 8, 13])  # the kernel's paths: 1, 8, 8 + 4 + 1 anchors
+def test_dual_cd_kernel_equals_plain_reference_bitwise(k):
+    """The kernel sums several anchors' dot products side by side (independent chains):
+    the same numbers as the plain one-anchor-at-a-time algorithm, bit for bit, dense and
+    CSR."""
+    import scipy.sparse as sp
+
+    from llc_bench.models._dual_cd_kernel import dual_cd_binary
+
+    X, y_idx, code, m = _data(n=80, D=5, m=16, k=k, n_classes=2, seed=4)
+    X[np.random.default_rng(2).random(X.shape) < 0.3] = 0.0
+    y = np.where(y_idx == 1, 1.0, -1.0)
+    idx, gam = np.ascontiguousarray(code.indices), np.ascontiguousarray(code.weights)
+    ref, ref_it = _dual_cd_reference(X, idx, gam, y, 2.0, 0.01, 50, 7, m)
+    Xs = sp.csr_matrix(X)
+    empty_i, empty_f = np.empty(0, np.int64), np.empty(0)
+    for args in [(X, empty_i, empty_i, empty_f),
+                 (np.empty((0, 0)), Xs.indptr.astype(np.int64), Xs.indices.astype(np.int64),
+                  Xs.data)]:
+        Wb = np.zeros((m, X.shape[1] + 1))
+        it = dual_cd_binary(*args, idx, gam, y, 2.0, 0.01, 50, 7, Wb)
+        assert it == ref_it
+        np.testing.assert_array_equal(Wb, ref)
