@@ -141,6 +141,16 @@ class InvalidParameter(InvalidParameterError):
         return self.reason or f"must be {describe(self.constraints, none)}"
 
 
+def check_anchor_counts(estimator) -> None:
+    """A k-means sample (``kmeans_sample``) of at least n_anchors rows: fewer cannot give
+    n_anchors centres (k larger than n_anchors is allowed: all m anchors are active, as
+    in the papers' sweeps over m at a fixed k)."""
+    sample = estimator.kmeans_sample
+    if sample is not None and sample < estimator.n_anchors:
+        raise InvalidParameter(type(estimator).__name__, "kmeans_sample", sample,
+                               reason=f"must be >= n_anchors ({estimator.n_anchors}) or None")
+
+
 def validate_params(estimator) -> None:
     """Check every constructor parameter against ``_parameter_constraints``, then the
     estimator's rules tying parameters together (``_check_param_combinations``).

@@ -61,6 +61,7 @@ from ._validation import (
     POSITIVE,
     Grid,
     InvalidParameter,
+    check_anchor_counts,
     validate_params,
 )
 from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
@@ -121,6 +122,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     }
 
     def _check_param_combinations(self):
+        check_anchor_counts(self)
         if self.learn_anchors and self.coding not in LEARNABLE_CODINGS:
             raise InvalidParameter(
                 type(self).__name__, "learn_anchors", self.learn_anchors,
