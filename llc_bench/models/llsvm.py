@@ -80,6 +80,80 @@ def _index_predict(predict, classes):
     return lambda X: np.searchsorted(classes, predict(X))
 
 
+class _EpochHistory:
+    """The training objective that picks the kept epoch, and the per-epoch history of
+    ``fit_info_["history"]`` (epoch 0 = after the init): objective, training accuracy and
+    hinge, with ``eval_set`` the test ones, mean k* for variable-k codings.  With learned
+    anchors every entry re-encodes with that epoch's anchors.  ``objective`` and
+    ``on_epoch`` are the callbacks of ``train_llc_sgd``; ``seconds`` is the time spent on
+    the history (not training)."""
+
+    def __init__(self, est, X, y, Y, code, lam, eval_set, epochs):
+        self.est, self.X, self.y, self.Y, self.code, self.lam = est, X, y, Y, code, lam
+        self.learn = bool(est.learn_anchors)
+        self.keep = bool(est.history)
+        self.variable_k = bool(getattr(est.coding_, "variable_k", False))
+        self.entries: list = []
+        self.epoch_stats: list = []  # the trainer appends the epoch's SGD statistics
+        self.seconds = 0.0
+        self.last: dict = {}
+        self.test = None
+        if self.keep and eval_set is not None:  # test codes once; nothing is tuned on them
+            Xt, yt = eval_set
+            Xt = est._prepare_X(validate_data(est, Xt, accept_sparse="csr", dtype=np.float64,
+                                              order="C", reset=False))
+            yt = np.asarray(yt)
+            self.test = (Xt, yt, est._encode(Xt))
+            self.Yt = labels_matrix(np.searchsorted(est.classes_, yt), len(est.classes_))
+            self.known = np.isin(yt, est.classes_)
+        self.bar = progress.EpochBar(epochs, X.shape[0], desc="SGD")
+
+    def objective(self, W, b) -> float:
+        """The training objective (learned anchors: re-encoded after the start)."""
+        last = self.last
+        code = self.est._encode(self.X) if (self.learn and "F" in last) else self.code
+        last["objective"], last["F"] = sgd_objective(self.X, self.Y, code, W, b, self.lam,
+                                                     self.est._use_W_fit)
+        last["code"] = code
+        return last["objective"]
+
+    def on_epoch(self, epoch, W, b) -> None:
+        """After ``objective`` at this epoch: the history entry (if kept), the bar."""
+        if self.keep:
+            self._record(epoch, W, b)
+        self.bar.tick(epoch, self.last.get("objective"))
+
+    def _record(self, epoch, W, b) -> None:
+        tic = time.perf_counter()
+        est, F, code = self.est, self.last["F"], self.last["code"]
+        entry = {
+            "epoch": epoch,
+            "objective": self.last["objective"],
+            "train_hinge": float(np.maximum(0.0, 1.0 - self.Y * F).mean()),
+            "train_accuracy": float(np.mean(est._labels_from_scores(F) == self.y)),
+        }
+        if self.variable_k:
+            entry["train_mean_k"] = float(code.n_active.mean())
+        if epoch > 0 and self.epoch_stats:
+            entry["sgd_mean_k"] = self.epoch_stats[-1]["mean_k"]
+        if self.test is not None:
+            Xt, yt, code_t = self.test
+            if self.learn and epoch > 0:
+                code_t = est._encode(Xt)
+            Ft = decision_from_codes(Xt, code_t, W, b, est._use_W_fit)
+            entry["test_accuracy"] = float(np.mean(est._labels_from_scores(Ft) == yt))
+            entry["test_hinge"] = float(
+                np.maximum(0.0, 1.0 - self.Yt[self.known] * Ft[self.known]).mean())
+            if self.variable_k:
+                entry["test_mean_k"] = float(code_t.n_active.mean())
+        del self.entries[epoch:]  # a restarted run (divergence guard) overwrites its epochs
+        self.entries.append(entry)
+        self.seconds += time.perf_counter() - tic
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     """Shared fit/predict; the subclasses differ in their defaults only."""
 
@@ -198,49 +272,39 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
           notes: human-readable remarks (init subsample, capped m or k).
         """
         validate_params(self)
-        source = X if is_source(X) else None
-        if source is None:
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-            X = self._prepare_X(X)
-        else:
-            y = np.asarray(y)
-            if y.shape != (source.n_rows,):
-                raise ValueError(f"y has shape {y.shape}, the source has {source.n_rows} rows")
-            self.n_features_in_ = source.n_features
-            X = np.empty((0, source.n_features))  # the sample replaces it below
-        learn = bool(self.learn_anchors)
-        notes = []
+        X, y, source = self._check_fit_data(X, y)
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
-        n_classes = len(self.classes_)
-        if n_classes < 2:
+        if len(self.classes_) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
                 f"({self.classes_[0]!r})"
             )
-        rs = check_random_state(self.random_state)
-        seed_anchor, seed_coding, seed_init, seed_sgd = rs.randint(0, 2**31 - 1, size=4)
+        n_classes = len(self.classes_)
+        seed_anchor, seed_coding, seed_init, seed_sgd = (
+            int(s) for s in check_random_state(self.random_state).randint(0, 2**31 - 1, size=4))
+        notes: list = []
         y_all = y_idx
         if source is not None:  # everything but the SGD epochs sees a seeded sample
-            rows = source.sample(SAMPLE_ROWS, [int(seed_anchor), 7])
+            rows = source.sample(SAMPLE_ROWS, [seed_anchor, 7])
             X, y, y_idx = source.take(rows), y[rows], y_idx[rows]
             notes.append(f"streamed: {source.n_rows} rows in {source.n_chunks} chunks of "
                          f"≤ {source.chunk_rows}; λ CV, anchors, coding, init, η0 calibration, "
                          f"kept-epoch objective and training history on a seeded sample of "
                          f"{len(rows)} rows; the next chunk is read and encoded in a "
                          f"second thread during the SGD on the current one")
-        n, D = X.shape
-        use_W = bool(self.use_W)
-        self._use_W_fit = use_W  # what predict uses, whatever set_params does later
+        learn = bool(self.learn_anchors)
+        use_W = self._use_W_fit = bool(self.use_W)  # what predict uses, whatever set_params does
         timings: dict = {}
         info: dict = {}
+
         t = time.perf_counter()
-        lam = self._select_lambda(X, y_idx, int(seed_anchor), info)
+        lam = self._select_lambda(X, y_idx, seed_anchor, info)
         timings["cv"] = time.perf_counter() - t
 
         t = time.perf_counter()
         self.anchors_, info["anchors"] = fit_anchors(
-            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=int(seed_anchor),
+            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=seed_anchor,
             sample_rows=self.kmeans_sample, tol=self.kmeans_tol,
         )
         timings["anchors"] = time.perf_counter() - t
@@ -249,129 +313,78 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
         t = time.perf_counter()
         self.coding_ = make_coding(self.coding, k=k, **self._coding_options())
-        self.coding_.fit(X, self.anchors_, random_state=int(seed_coding))
+        self.coding_.fit(X, self.anchors_, random_state=seed_coding)
         code = self._encode(X)
         timings["encode"] = time.perf_counter() - t
         info["coding"] = self.coding_.params()
 
-        Y = labels_matrix(y_idx, n_classes)
-        n_out = Y.shape[1]
         t = time.perf_counter()
-        if self.init == "liblinear":
-            W, b, info["init"] = liblinear_init(
-                X,
-                code,
-                y_idx,
-                n_classes,
-                m,
-                lam,
-                use_W=use_W,
-                max_nnz=int(self.max_nnz),
-                random_state=int(seed_init),
-                solver=self.init_solver or "l2_hinge",
-                eps=self.init_eps,
-            )
-        else:
-            W, b = np.zeros((n_out, m, D)), np.zeros((n_out, m))
-            info["init"] = {"method": "zeros"}
+        W, b, info["init"] = self._init_weights(X, code, y_idx, n_classes, m, lam, seed_init)
         timings["init"] = time.perf_counter() - t
 
-        # ------------------------------------ training objective and per-epoch history
-        history: list = []
-        hist_time = [0.0]
-        epoch_stats: list = []
-        variable_k = bool(getattr(self.coding_, "variable_k", False))
         if learn:
             self.initial_anchors_ = self.anchors_.copy()
-        test = None
-        if self.history and eval_set is not None:
-            Xt, yt = eval_set
-            Xt = self._prepare_X(
-                validate_data(
-                    self, Xt, accept_sparse="csr", dtype=np.float64, order="C", reset=False
-                )
-            )
-            test = (Xt, np.asarray(yt), self._encode(Xt))
-            Yt = labels_matrix(np.searchsorted(self.classes_, test[1]), n_classes)
-            known = np.isin(test[1], self.classes_)
-        last: dict = {}
-
-        def objective(W, b):
-            # learned anchors move: re-encode with the current anchors (after the start)
-            code_now = self._encode(X) if (learn and "F" in last) else code
-            last["objective"], last["F"] = sgd_objective(X, Y, code_now, W, b, lam, use_W)
-            last["code"] = code_now
-            return last["objective"]
-
-        def record(epoch, W, b):
-            t_rec = time.perf_counter()
-            F, code_now = last["F"], last["code"]
-            entry = {
-                "epoch": epoch,
-                "objective": last["objective"],
-                "train_hinge": float(np.maximum(0.0, 1.0 - Y * F).mean()),
-                "train_accuracy": float(np.mean(self._labels_from_scores(F) == y)),
-            }
-            if variable_k:
-                entry["train_mean_k"] = float(code_now.n_active.mean())
-            if epoch > 0 and epoch_stats:
-                entry["sgd_mean_k"] = epoch_stats[-1]["mean_k"]
-            if test is not None:
-                code_t = self._encode(test[0]) if (learn and epoch > 0) else test[2]
-                Ft = decision_from_codes(test[0], code_t, W, b, use_W)
-                entry["test_accuracy"] = float(np.mean(self._labels_from_scores(Ft) == test[1]))
-                entry["test_hinge"] = float(np.maximum(0.0, 1.0 - Yt[known] * Ft[known]).mean())
-                if variable_k:
-                    entry["test_mean_k"] = float(code_t.n_active.mean())
-            del history[epoch:]  # a restarted run (divergence guard) overwrites its epochs
-            history.append(entry)
-            hist_time[0] += time.perf_counter() - t_rec
-
-        sgd_bar = progress.EpochBar(int(self.epochs), n, desc="SGD")
-
-        def on_epoch(epoch, W, b):  # the history (if kept), then the progress bar
-            if self.history:
-                record(epoch, W, b)
-            sgd_bar.tick(epoch, last.get("objective"))
-
+        Y = labels_matrix(y_idx, n_classes)
+        history = _EpochHistory(self, X, y, Y, code, lam, eval_set, int(self.epochs))
         t = time.perf_counter()
         W, b, info["sgd"] = train_llc_sgd(
-            X,
-            Y,
-            code,
-            W,
-            b,
-            lambda_=lam,
-            epochs=int(self.epochs),
-            t0=self.t0,
-            bias_scale=self.bias_scale,
-            skip=self.skip,
-            use_W=use_W,
-            random_state=int(seed_sgd),
-            learn_anchors=learn,
-            callback=on_epoch,
-            anchors=self.anchors_ if learn else None,
-            coding=self.coding_ if learn else None,
-            anchor_scale=float(self.anchor_scale),
-            epoch_stats=epoch_stats,
+            X, Y, code, W, b, lambda_=lam, epochs=int(self.epochs), t0=self.t0,
+            bias_scale=self.bias_scale, skip=self.skip, use_W=use_W, random_state=seed_sgd,
+            learn_anchors=learn, callback=history.on_epoch,
+            anchors=self.anchors_ if learn else None, coding=self.coding_ if learn else None,
+            anchor_scale=float(self.anchor_scale), epoch_stats=history.epoch_stats,
             anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
-            objective=objective,
+            objective=history.objective,
             batches=None if source is None else stream_batches(
                 source, y_all, n_classes, None if learn else self._encode),
             calibration_passes=self.calibration_passes,
         )
-        sgd_bar.close()
-        timings["sgd"] = time.perf_counter() - t - hist_time[0]
-        timings["history"] = hist_time[0]
+        history.close()
+        timings["sgd"] = time.perf_counter() - t - history.seconds
+        timings["history"] = history.seconds
         timings["total"] = sum(timings[s] for s in ("anchors", "encode", "init", "sgd"))
         self.W_ = W
         self.b_ = b
-        n_params = n_out * m * (D + 1) if use_W else n_out * m
+        self.fit_info_ = {
+            "notes": notes + self._capped_notes(X.shape[0], m, k, info["init"]),
+            "timings": timings,
+            "history": history.entries,
+            "model_size": self._model_size(m, k, Y.shape[1], X.shape[1]),
+            **info,
+        }
+        return self
+
+    def _check_fit_data(self, X, y):
+        """(X, y, source): validated in-memory arrays, or a chunked source with its labels
+        (X then an empty placeholder: a seeded sample of the source replaces it)."""
+        if not is_source(X):
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+            return self._prepare_X(X), y, None
+        y = np.asarray(y)
+        if y.shape != (X.n_rows,):
+            raise ValueError(f"y has shape {y.shape}, the source has {X.n_rows} rows")
+        self.n_features_in_ = X.n_features
+        return np.empty((0, X.n_features)), y, X
+
+    def _init_weights(self, X, code, y_idx, n_classes, m, lam, seed):
+        """W (n_out, m, D), b (n_out, m) and the init's info: LIBLINEAR on z (LLC-SAPL eq.
+        20), or zeros."""
+        if self.init == "liblinear":
+            return liblinear_init(
+                X, code, y_idx, n_classes, m, lam, use_W=bool(self.use_W),
+                max_nnz=int(self.max_nnz), random_state=seed,
+                solver=self.init_solver or "l2_hinge", eps=self.init_eps,
+            )
+        n_out = 1 if n_classes == 2 else n_classes
+        return np.zeros((n_out, m, X.shape[1])), np.zeros((n_out, m)), {"method": "zeros"}
+
+    def _capped_notes(self, n, m, k, init_info) -> list:
+        """Remarks on what the data capped: m, k, the init's rows."""
+        notes = []
         if m < self.n_anchors:
             notes.append(f"n_anchors capped at the {n} training rows: m = {m}")
         if k < self.k:
             notes.append(f"k capped at m = {m}")
-        init_info = info["init"]
         if init_info.get("subsampled"):
             notes.append(
                 f"LIBLINEAR init on a seeded class-stratified subsample of "
@@ -379,21 +392,13 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 f"(z would hold {init_info['estimated_nnz']} > max_nnz = {init_info['max_nnz']} "
                 f"entries)"
             )
-        self.fit_info_ = {
-            "notes": notes,
-            "timings": timings,
-            "history": history,
-            "model_size": {
-                "n_anchors": int(m),
-                "k": int(k),
-                "n_outputs": int(n_out),
-                "n_features": int(D),
-                "n_parameters": int(n_params),
-                "n_anchor_values": int(m * D),
-            },
-            **info,
-        }
-        return self
+        return notes
+
+    def _model_size(self, m, k, n_out, D) -> dict:
+        n_params = n_out * m * (D + 1) if self._use_W_fit else n_out * m
+        return {"n_anchors": int(m), "k": int(k), "n_outputs": int(n_out),
+                "n_features": int(D), "n_parameters": int(n_params),
+                "n_anchor_values": int(m * D)}
 
     # ---------------------------------------------------------------- predict
     def _labels_from_scores(self, F):
