@@ -13,7 +13,7 @@ stopping when max PG − min PG ≤ eps over a pass of the whole (unshrunk) set,
 ``max_iter`` passes.  The only difference from LIBLINEAR is the data layout: row i's
 z_i has k blocks γ_ij [x_i; 1], so wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j) and the update
 touches the k active rows of W (contiguous, vectorised) instead of k(D+1) sparse nodes;
-the k dot products W_j·x_i are summed side by side, eight or four anchors per pass over
+the k dot products W_j·x_i are summed side by side, eight anchors per pass over
 x_i (independent chains; each sum in the plain order, so the same bits as one anchor at
 a time, tests/test_dual_cd_init.py).
 ||z_i||² = ||γ_i||² (||x_i||² + 1).  One binary problem per call; the one-vs-rest
@@ -52,66 +52,29 @@ def _x_dot(w, X, indptr, indices, data, i, Dx):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _x_dot4(Wb, j0, j1, j2, j3, X, indptr, indices, data, i, Dx):
-    """The four W_j·x_i for four anchors in one pass over x_i: four independent sums,
-    each added in the order of :func:`_x_dot` (the same numbers, without fastmath)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    if Dx > 0 and indptr.shape[0] > 0:
-        for p in range(indptr[i], indptr[i + 1]):
-            d = indices[p]
-            v = data[p]
-            s0 += Wb[j0, d] * v
-            s1 += Wb[j1, d] * v
-            s2 += Wb[j2, d] * v
-            s3 += Wb[j3, d] * v
-    else:
-        for d in range(Dx):
-            v = X[i, d]
-            s0 += Wb[j0, d] * v
-            s1 += Wb[j1, d] * v
-            s2 += Wb[j2, d] * v
-            s3 += Wb[j3, d] * v
-    return s0, s1, s2, s3
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _x_dot8(Wb, j0, j1, j2, j3, j4, j5, j6, j7, X, indptr, indices, data, i, Dx):
-    """:func:`_x_dot4` for eight anchors."""
+    """W_j·x_i for eight anchors in one pass over x_i: eight independent sums, each added
+    in the order of :func:`_x_dot` (the same numbers, without fastmath)."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    if Dx > 0 and indptr.shape[0] > 0:
-        for p in range(indptr[i], indptr[i + 1]):
-            d = indices[p]
-            v = data[p]
-            s0 += Wb[j0, d] * v
-            s1 += Wb[j1, d] * v
-            s2 += Wb[j2, d] * v
-            s3 += Wb[j3, d] * v
-            s4 += Wb[j4, d] * v
-            s5 += Wb[j5, d] * v
-            s6 += Wb[j6, d] * v
-            s7 += Wb[j7, d] * v
-    else:
-        for d in range(Dx):
-            v = X[i, d]
-            s0 += Wb[j0, d] * v
-            s1 += Wb[j1, d] * v
-            s2 += Wb[j2, d] * v
-            s3 += Wb[j3, d] * v
-            s4 += Wb[j4, d] * v
-            s5 += Wb[j5, d] * v
-            s6 += Wb[j6, d] * v
-            s7 += Wb[j7, d] * v
+    sparse = Dx > 0 and indptr.shape[0] > 0
+    for p in range(indptr[i] if sparse else 0, indptr[i + 1] if sparse else Dx):
+        d, v = (indices[p], data[p]) if sparse else (p, X[i, p])
+        s0 += Wb[j0, d] * v
+        s1 += Wb[j1, d] * v
+        s2 += Wb[j2, d] * v
+        s3 += Wb[j3, d] * v
+        s4 += Wb[j4, d] * v
+        s5 += Wb[j5, d] * v
+        s6 += Wb[j6, d] * v
+        s7 += Wb[j7, d] * v
     return s0, s1, s2, s3, s4, s5, s6, s7
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _wz(Wb, X, indptr, indices, data, idx, gam, i, Dx):
     """wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j), summed over the k active anchors in order; the
-    dot products four anchors at a time (independent chains the CPU overlaps: a serial
-    sum of D terms is latency-bound)."""
+    dot products eight anchors at a time (independent chains the CPU overlaps: a serial
+    sum of D terms is latency-bound), the rest one at a time."""
     k = idx.shape[1]
     f = 0.0
     a = 0
@@ -129,14 +92,6 @@ def _wz(Wb, X, indptr, indices, data, idx, gam, i, Dx):
         f += gam[i, a + 6] * (Wb[j6, Dx] + s6)
         f += gam[i, a + 7] * (Wb[j7, Dx] + s7)
         a += 8
-    while a + 4 <= k:
-        j0, j1, j2, j3 = idx[i, a], idx[i, a + 1], idx[i, a + 2], idx[i, a + 3]
-        s0, s1, s2, s3 = _x_dot4(Wb, j0, j1, j2, j3, X, indptr, indices, data, i, Dx)
-        f += gam[i, a] * (Wb[j0, Dx] + s0)
-        f += gam[i, a + 1] * (Wb[j1, Dx] + s1)
-        f += gam[i, a + 2] * (Wb[j2, Dx] + s2)
-        f += gam[i, a + 3] * (Wb[j3, Dx] + s3)
-        a += 4
     while a < k:
         j = idx[i, a]
         f += gam[i, a] * (Wb[j, Dx] + _x_dot(Wb[j], X, indptr, indices, data, i, Dx))
@@ -157,31 +112,22 @@ def _x_axpy(c, X, indptr, indices, data, i, Dx, w):
 
 @njit(cache=True, nogil=True, inline="always")
 def _w_update(Wb, X, indptr, indices, data, idx, gam, i, Dx, step):
-    """w += step z_i: W_j += step γ_ij x_i, b_j += step γ_ij over the active anchors,
-    four anchors per pass over x_i (each entry gets the same single update)."""
+    """w += step z_i: W_j += step γ_ij x_i, b_j += step γ_ij over the active anchors;
+    dense x four anchors per pass over x_i (each entry gets the same single update)."""
     k = idx.shape[1]
     a = 0
-    while a + 4 <= k:
+    while a + 4 <= k and not (Dx > 0 and indptr.shape[0] > 0):
         j0, j1, j2, j3 = idx[i, a], idx[i, a + 1], idx[i, a + 2], idx[i, a + 3]
         c0 = step * gam[i, a]
         c1 = step * gam[i, a + 1]
         c2 = step * gam[i, a + 2]
         c3 = step * gam[i, a + 3]
-        if Dx > 0 and indptr.shape[0] > 0:
-            for p in range(indptr[i], indptr[i + 1]):
-                d = indices[p]
-                v = data[p]
-                Wb[j0, d] += c0 * v
-                Wb[j1, d] += c1 * v
-                Wb[j2, d] += c2 * v
-                Wb[j3, d] += c3 * v
-        else:
-            for d in range(Dx):
-                v = X[i, d]
-                Wb[j0, d] += c0 * v
-                Wb[j1, d] += c1 * v
-                Wb[j2, d] += c2 * v
-                Wb[j3, d] += c3 * v
+        for d in range(Dx):
+            v = X[i, d]
+            Wb[j0, d] += c0 * v
+            Wb[j1, d] += c1 * v
+            Wb[j2, d] += c2 * v
+            Wb[j3, d] += c3 * v
         Wb[j0, Dx] += c0
         Wb[j1, Dx] += c1
         Wb[j2, Dx] += c2
