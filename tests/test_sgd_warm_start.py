@@ -127,6 +127,34 @@ def test_multi_pass_calibration_costs_are_the_objective_after_that_many_epochs(l
 
 
 @pytest.mark.parametrize("learned", [False, True])
+def test_coarse_to_fine_grid_runs_a_subset_of_the_same_costs(learned):
+    """calibration_coarse_step n: every n-th η0 and the points within n - 1 steps of the
+    best of them, on the same subsamples as the whole grid (the same cost at every point
+    it runs), and the argmin of what it ran; None runs the whole grid."""
+    X, clf, code, Y = _xor_warm_start(seed=5, n=300, d=4, m=6)
+    coding = SoftKNNCoding(k=3, beta=1.0)
+    extra = dict(anchors=clf.anchors_, coding=coding) if learned else {}
+    kw = dict(lambda_=1e-3, skip=16, bias_scale=0.5, n_sub=200, random_state=3)
+    t_full, full = calibrate_eta0(X, Y, code, clf.W_, clf.b_, **kw, **extra)
+    t_fine, fine = calibrate_eta0(X, Y, code, clf.W_, clf.b_, coarse_step=4, **kw, **extra)
+    keys = list(full["grid"])
+    assert len(keys) == 27 and set(fine["grid"]) < set(keys)
+    assert all(fine["grid"][g] == full["grid"][g] for g in fine["grid"])
+    coarse = keys[::4]
+    assert set(coarse) <= set(fine["grid"]) and len(fine["grid"]) <= len(coarse) + 6
+    best_coarse = min(coarse, key=lambda g: full["grid"][g])
+    near = {keys[i] for i in range(27) if abs(i - keys.index(best_coarse)) < 4}
+    assert set(fine["grid"]) == set(coarse) | near
+    def chosen(grid):  # the lowest cost; ties (1e-4 relative): the largest η0
+        low = min(grid.values())
+        return next(g for g in keys if g in grid and grid[g] <= low + 1e-4 * abs(low))
+    assert fine["eta0"] == pytest.approx(float(chosen(fine["grid"])), rel=1e-5)
+    assert full["eta0"] == pytest.approx(float(chosen(full["grid"])), rel=1e-5)
+    if chosen(full["grid"]) in fine["grid"]:
+        assert t_fine == t_full
+
+
+@pytest.mark.parametrize("learned", [False, True])
 def test_calibration_same_on_one_and_two_threads(learned):
     """The grid's passes run one per numba thread; the costs do not depend on how many."""
     import numba
