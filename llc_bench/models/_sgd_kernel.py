@@ -7,9 +7,12 @@ bias-corrected rate and the 0.8 safeguard are SVMSGD2's (DESIGN §6); one-vs-all
 with shared codes is LLC-SAPL eq. (21).
 
 Layout: X (n, D) float64 C-order or CSR (data, indices, indptr); Y (n, C) ±1;
-idx (n, k) int32 / gam (n, k) float64 the codes; W (C, m, D), b (C, m) updated
-in place.  ``t`` counts all steps over all epochs, ``count`` is Alg. 1's skip
-counter; both are carried between epochs and returned.
+idx (n, k) int32 / gam (n, k) float64 the codes; W **anchor-major** (m, C, D) —
+the C·D weights of one anchor side by side, so a step reads one block per active
+anchor (the estimators hold W as (C, m, D); ``llc_sgd`` transposes once per epoch,
+issue 16) — and b (C, m), both updated in place.  ``t`` counts all steps over all
+epochs, ``count`` is Alg. 1's skip counter; both are carried between epochs and
+returned.
 
 Implementation trick (not a change of the algorithm): the decay of eq. (13)
 multiplies the whole W; the kernel keeps W_true = sw·W and b_true = sb·b so the
@@ -71,17 +74,18 @@ def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
 
 @njit(cache=True, nogil=True, fastmath=True, inline="always")
 def _class_dots(W, j, x, out):
-    """out[c] = W[c, j]·x for every class c, four (then two, then one) classes per pass
+    """out[c] = W[j, c]·x for every class c, four (then two, then one) classes per pass
     over x: x is loaded once for four dot products (multi-class SGD, issue 17).  The same
     dot products as one class at a time, summed in another order (rounding only)."""
-    n_cls = W.shape[0]
+    n_cls = W.shape[1]
     D = x.shape[0]
+    Wj = W[j]  # anchor-major: the n_cls rows of anchor j lie together
     c = 0
     while c + 4 <= n_cls:
-        w0 = W[c, j]
-        w1 = W[c + 1, j]
-        w2 = W[c + 2, j]
-        w3 = W[c + 3, j]
+        w0 = Wj[c]
+        w1 = Wj[c + 1]
+        w2 = Wj[c + 2]
+        w3 = Wj[c + 3]
         s0 = 0.0
         s1 = 0.0
         s2 = 0.0
@@ -98,8 +102,8 @@ def _class_dots(W, j, x, out):
         out[c + 3] = s3
         c += 4
     while c + 2 <= n_cls:
-        w0 = W[c, j]
-        w1 = W[c + 1, j]
+        w0 = Wj[c]
+        w1 = Wj[c + 1]
         s0 = 0.0
         s1 = 0.0
         for d in range(D):
@@ -110,7 +114,7 @@ def _class_dots(W, j, x, out):
         out[c + 1] = s1
         c += 2
     if c < n_cls:
-        w0 = W[c, j]
+        w0 = Wj[c]
         s0 = 0.0
         for d in range(D):
             s0 += w0[d] * x[d]
@@ -144,7 +148,7 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
                     table=None):
     """``table`` None: X float64 as trained on; or X the stored uint8 rows and ``table``
     their values (``StoredRows``), looked up per row as read (streaming, issue 16)."""
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     k = idx.shape[1]
     sw = 1.0
     sb = 1.0
@@ -172,7 +176,7 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
                     if use_W:  # eq. (11): W[j] += η y γ_j x   (stored W = W_true / sw)
                         gw = g / sw
                         for d in range(D):
-                            W[c, j, d] += gw * x[d]
+                            W[j, c, d] += gw * x[d]
                     b[c, j] += g * bias_scale / sb  # eq. (12) with the bias-corrected rate
         count -= 1
         if count <= 0:  # skip regularisation, eq. (13); b instead of W for LCC+SVM
@@ -190,7 +194,7 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
 def sgd_epoch_csr(
     data, indices, indptr, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W
 ):
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     k = idx.shape[1]
     sw = 1.0
     sb = 1.0
@@ -207,7 +211,7 @@ def sgd_epoch_csr(
                 s = 0.0
                 if use_W:
                     for q in range(lo, hi):
-                        s += W[c, j, indices[q]] * data[q]
+                        s += W[j, c, indices[q]] * data[q]
                 f += gam[i, a] * (sw * s + sb * b[c, j])
             if 1.0 - y * f > 0.0:
                 for a in range(k):
@@ -216,7 +220,7 @@ def sgd_epoch_csr(
                     if use_W:  # eq. (11) on the non-zeros of x
                         gw = g / sw
                         for q in range(lo, hi):
-                            W[c, j, indices[q]] += gw * data[q]
+                            W[j, c, indices[q]] += gw * data[q]
                     b[c, j] += g * bias_scale / sb  # eq. (12)
         count -= 1
         if count <= 0:  # eq. (13)
@@ -232,9 +236,9 @@ def sgd_epoch_csr(
 
 @njit(cache=True, nogil=True, fastmath=True)
 def decision_codes_dense(X, idx, gam, W, b, use_W):
-    """f[i, c] = Σ_a γ_a (W[c, j_a]·x_i + b[c, j_a])  (eq. 8) for precomputed codes."""
+    """f[i, c] = Σ_a γ_a (W[j_a, c]·x_i + b[c, j_a])  (eq. 8) for precomputed codes."""
     n = idx.shape[0]
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     k = idx.shape[1]
     out = np.zeros((n, n_cls))
     dots = np.zeros(n_cls)
@@ -251,7 +255,7 @@ def decision_codes_dense(X, idx, gam, W, b, use_W):
 @njit(cache=True, nogil=True, fastmath=True)
 def decision_codes_csr(data, indices, indptr, idx, gam, W, b, use_W):
     n = idx.shape[0]
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     k = idx.shape[1]
     out = np.zeros((n, n_cls))
     for i in range(n):
@@ -262,7 +266,7 @@ def decision_codes_csr(data, indices, indptr, idx, gam, W, b, use_W):
                 s = b[c, j]
                 if use_W:
                     for q in range(indptr[i], indptr[i + 1]):
-                        s += W[c, j, indices[q]] * data[q]
+                        s += W[j, c, indices[q]] * data[q]
                 f += gam[i, a] * s
             out[i, c] = f
     return out
@@ -333,7 +337,8 @@ def _weights(dist, kind, param, gam, g):
 
 @njit(cache=True, nogil=True, fastmath=True)
 def anchor_grad_dense(x, V, W, b, c, kind, param, k, use_W):
-    """∂f_c/∂v_j for the k nearest anchors of one sample: (idx (k,), grad (k, D), k*)."""
+    """∂f_c/∂v_j for the k nearest anchors of one sample: (idx (k,), grad (k, D), k*).
+    A test helper: W here is (C, m, D), as the estimators hold it."""
     D = V.shape[1]
     idx = np.empty(k, np.int64)
     dist = np.empty(k)
@@ -363,7 +368,7 @@ def sgd_epoch_anchors_dense(
     X, Y, order, V, W, b, lam, t0, t, count, skip, bias_scale, use_W,
     kind, param, k, anchor_scale, n_active, step_max=1e300,
 ):
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     sw = 1.0
     sb = 1.0
     idx = np.empty(k, np.int64)
@@ -413,7 +418,7 @@ def sgd_epoch_anchors_dense(
                     if use_W:  # eq. (17): W[j] += η y γ_j x
                         gw = gc / sw
                         for d in range(D):
-                            W[c, j, d] += gw * X[i, d]
+                            W[j, c, d] += gw * X[i, d]
                     b[c, j] += gc * bias_scale / sb  # eq. (18), bias-corrected rate
         count -= 1
         if count <= 0:  # eq. (19); b instead of W for SAPL-lcc
@@ -469,7 +474,7 @@ def sgd_epoch_anchors_csr(
     [_FOLD_BELOW, 1/_FOLD_BELOW] (c near 1) is folded into its column (O(D)); the scales
     are folded back into V when the call returns.  Agrees with the dense kernel to
     rounding (distances by the expansion, not Σ(x_d - v_d)²)."""
-    n_cls, m, D = W.shape
+    m, n_cls, D = W.shape
     U = np.ascontiguousarray(V.T)
     s = np.ones(m)
     vv = np.empty(m)
@@ -507,7 +512,7 @@ def sgd_epoch_anchors_csr(
                 acc = 0.0
                 if use_W:
                     for q in range(lo, hi):
-                        acc += W[c, j, indices[q]] * data[q]
+                        acc += W[j, c, indices[q]] * data[q]
                 h[c, a] = sw * acc + sb * b[c, j]
                 fc += gam[a] * h[c, a]
             f[c] = fc
@@ -551,7 +556,7 @@ def sgd_epoch_anchors_csr(
                     if use_W:  # eq. (17) on the non-zeros of x
                         gw = gc / sw
                         for q in range(lo, hi):
-                            W[c, j, indices[q]] += gw * data[q]
+                            W[j, c, indices[q]] += gw * data[q]
                     b[c, j] += gc * bias_scale / sb  # eq. (18)
         count -= 1
         if count <= 0:  # eq. (19)

@@ -241,13 +241,26 @@ def coding_kernel_args(coding) -> tuple[int, float, int]:
     )
 
 
-def run_epoch_anchors(
-    X, Y, order, V, W, b, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
+def anchor_major(W: np.ndarray) -> np.ndarray:
+    """W (C, m, D) as the kernels read it: (m, C, D), C-contiguous, always a copy (with
+    C = 1 or m = 1 the transposed view is already contiguous and would alias W)."""
+    return W.transpose(1, 0, 2).copy(order="C")
+
+
+def run_epoch_anchors(X, Y, order, V, W, b, t, count, coding, **kw):
+    """One learned-anchor epoch with the numba kernel (dense or CSR X); W (C, m, D), b,
+    V in place.  Returns (t, count, k* per step)."""
+    Wa = anchor_major(W)
+    t, count, ks = _epoch_anchors(X, Y, order, V, Wa, b, t, count, coding, **kw)
+    W[...] = Wa.transpose(1, 0, 2)
+    return t, count, ks
+
+
+def _epoch_anchors(
+    X, Y, order, V, Wa, b, t, count, coding, *, lambda_, t0, skip, bias_scale, use_W=True,
     anchor_scale=1.0, anchor_step_max=None,
 ):
-    """One learned-anchor epoch with the numba kernel (dense or CSR X); W, b, V in place.
-
-    Returns (t, count, k* per step)."""
+    """:func:`run_epoch_anchors` on an anchor-major Wa (:func:`anchor_major`)."""
     kind, param, k = coding_kernel_args(coding)
     k = min(k, V.shape[0])
     order = np.ascontiguousarray(order, dtype=np.int64)
@@ -261,18 +274,26 @@ def run_epoch_anchors(
             X.sum_duplicates()
         rows, kernel = (X.data, X.indices, X.indptr), K.sgd_epoch_anchors_csr
     t, count = kernel(
-        *rows, Y, order, V, W, b, float(lambda_), float(t0), int(t), int(count), int(skip),
+        *rows, Y, order, V, Wa, b, float(lambda_), float(t0), int(t), int(count), int(skip),
         float(bias_scale), bool(use_W), int(kind), float(param), int(k), float(anchor_scale), ks,
         1e300 if anchor_step_max is None else float(anchor_step_max),  # finite: fastmath
     )
     return t, count, ks
 
 
-def run_epoch(
-    X, Y, code: LocalCode, order, W, b, t, count, *, lambda_, t0, skip, bias_scale, use_W=True
-):
+def run_epoch(X, Y, code: LocalCode, order, W, b, t, count, **kw):
     """One epoch with the numba kernel (dense or CSR X, or ``StoredRows``: stored rows
-    scaled as read); W, b in place; returns (t, count)."""
+    scaled as read); W (C, m, D), b in place; returns (t, count)."""
+    Wa = anchor_major(W)
+    t, count = _epoch(X, Y, code, order, Wa, b, t, count, **kw)
+    W[...] = Wa.transpose(1, 0, 2)
+    return t, count
+
+
+def _epoch(
+    X, Y, code: LocalCode, order, Wa, b, t, count, *, lambda_, t0, skip, bias_scale, use_W=True
+):
+    """:func:`run_epoch` on an anchor-major Wa (:func:`anchor_major`)."""
     idx = code.indices
     gam = code.weights
     order = np.ascontiguousarray(order, dtype=np.int64)
@@ -288,7 +309,7 @@ def run_epoch(
             idx,
             gam,
             order,
-            W,
+            Wa,
             b,
             float(lambda_),
             float(t0),
@@ -304,7 +325,7 @@ def run_epoch(
         idx,
         gam,
         order,
-        W,
+        Wa,
         b,
         float(lambda_),
         float(t0),
@@ -319,11 +340,12 @@ def run_epoch(
 
 def decision_from_codes(X, code: LocalCode, W, b, use_W=True) -> np.ndarray:
     """(n, n_out) decision values for precomputed codes (numba; used for the history)."""
+    Wa = anchor_major(W)
     if sp.issparse(X):
         return K.decision_codes_csr(
-            X.data, X.indices, X.indptr, code.indices, code.weights, W, b, bool(use_W)
+            X.data, X.indices, X.indptr, code.indices, code.weights, Wa, b, bool(use_W)
         )
-    return K.decision_codes_dense(X, code.indices, code.weights, W, b, bool(use_W))
+    return K.decision_codes_dense(X, code.indices, code.weights, Wa, b, bool(use_W))
 
 
 def sgd_objective(X, Y, code: LocalCode, W, b, lambda_, use_W=True) -> tuple[float, np.ndarray]:
@@ -394,22 +416,22 @@ def calibrate_eta0(
         start_cost[r] = sgd_objective(Xs, Ys, cs, W, b, lambda_, use_W)[0]
 
         def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, orders=orders):
-            Wc, bc = W.copy(), b.copy()
+            Wa, bc = anchor_major(W), b.copy()
             kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
                       bias_scale=bias_scale, use_W=use_W)
             t, count = 0, skip
             if anchors is None:
                 for order in orders:
-                    t, count = run_epoch(Xs, Ys, cs, order, Wc, bc, t, count, **kw)
+                    t, count = _epoch(Xs, Ys, cs, order, Wa, bc, t, count, **kw)
                 code_now = cs
             else:
                 Vc = anchors.copy()
                 for order in orders:
-                    t, count, _ = run_epoch_anchors(
-                        Xs, Ys, order, Vc, Wc, bc, t, count, coding, anchor_scale=anchor_scale,
+                    t, count, _ = _epoch_anchors(
+                        Xs, Ys, order, Vc, Wa, bc, t, count, coding, anchor_scale=anchor_scale,
                         anchor_step_max=anchor_step_max, **kw)
                 code_now = coding.encode(Xs, Vc)
-            return sgd_objective(Xs, Ys, code_now, Wc, bc, lambda_, use_W)[0]
+            return sgd_objective(Xs, Ys, code_now, Wa.transpose(1, 0, 2), bc, lambda_, use_W)[0]
         costs_of.append(cost)
 
     # the grid's passes are independent (nogil kernels): one per numba thread
@@ -586,21 +608,23 @@ def train_llc_sgd(
         seconds, mean_k, objectives = [], [], []
         best = (start_obj, 0, start)
         diverged = False
+        Wa = anchor_major(W)  # the kernels' layout; W is updated from it after each epoch
         for epoch in range(1, epochs + 1):
             tic = time.perf_counter()
             ks_mean, ks_n = [], []  # per batch: mean k* and steps
             for Xb, Yb, cb, order in batches(order_rng):
                 if learn_anchors:
-                    t, count, ks = run_epoch_anchors(
-                        Xb, Yb, order, anchors, W, b, t, count, coding,
+                    t, count, ks = _epoch_anchors(
+                        Xb, Yb, order, anchors, Wa, b, t, count, coding,
                         anchor_scale=anchor_scale, anchor_step_max=anchor_step_max, t0=t0, **kw
                     )
                     ks_mean.append(float(ks.mean()) if ks.size else 0.0)
                 else:
-                    t, count = run_epoch(Xb, Yb, cb, order, W, b, t, count, t0=t0, **kw)
+                    t, count = _epoch(Xb, Yb, cb, order, Wa, b, t, count, t0=t0, **kw)
                     ks_mean.append(float(cb.n_active.mean() if cb.n_active is not None
                                          else cb.k))
                 ks_n.append(len(order))
+            W[...] = Wa.transpose(1, 0, 2)
             mean_k.append(ks_mean[0] if len(ks_mean) == 1 else
                           float(np.average(ks_mean, weights=ks_n)) if sum(ks_n) else 0.0)
             seconds.append(time.perf_counter() - tic)
