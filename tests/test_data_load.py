@@ -106,6 +106,21 @@ def test_sparse_spec_keeps_csr_and_scales_without_centring(tmp_path, toy_file):
     np.testing.assert_allclose(ds.X_train.toarray().std(0), 1, rtol=1e-9)
 
 
+def test_center_scaling_subtracts_the_training_mean_only(tmp_path, toy_file):
+    files = {"all": {"path": str(toy_file)}}
+    raw = load(toy_spec(files, scaling="none"), tmp_path, seed=3)
+    ds = load(toy_spec(files, scaling="center"), tmp_path, seed=3)
+    mean = raw.X_train.mean(0)
+    np.testing.assert_allclose(ds.X_train, raw.X_train - mean, atol=1e-12)
+    np.testing.assert_allclose(ds.X_test, raw.X_test - mean, atol=1e-12)  # the train mean
+    assert ds.info["scaling"] == {"method": "center", "fitted_on": "train", "centered": True,
+                                  "constant_features": 0}
+    streamed = load(toy_spec(files, scaling="center", in_memory=False), tmp_path, seed=3)
+    np.testing.assert_allclose(streamed.X_train.take(np.arange(60)), ds.X_train, atol=1e-5)
+    with pytest.raises(ConfigError, match="scaling='center' would densify"):
+        load(toy_spec(files, scaling="center", sparse=True), tmp_path)
+
+
 def test_label_drop_and_multiclass_order(tmp_path):
     path = tmp_path / "three.txt"
     path.write_bytes(svmlight_rows(60, labels=("1", "0", "-1")))

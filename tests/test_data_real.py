@@ -18,7 +18,8 @@ from llc_bench.errors import DatasetError
 STATS = Path(__file__).resolve().parents[1].parent / "shared" / "paper_tables" / "dataset_stats.csv"
 # (paper, dataset column of dataset_stats.csv) -> our config
 CONFIG_OF = {("ml3", "banana"): "banana_ml3", ("ml3", "covtype_binary"): "covtype_binary",
-             ("occ", "mnist"): "mnist_40k", ("llsvm", "mnist"): "mnist_40k"}
+             ("occ", "mnist"): "mnist_40k", ("llsvm", "mnist"): "mnist_40k",
+             ("ml3", "mnist"): "mnist_ml3"}
 DESIGN_NAMES = ["banana", "ijcnn", "skin", "magic04", "cifar", "rcv1", "usps", "mnist", "letter",
                 "mnist8m", "phishing", "w8a", "connect4", "connect4_3class", "covtype",
                 "covtype_binary", "german", "heart", "ionosphere", "liver", "pima", "ringnorm",
@@ -95,7 +96,7 @@ def test_mirror_dataset_loads_with_expected_statistics(name, mirror, data_home):
     values = ds.X_train.data if sp.issparse(ds.X_train) else ds.X_train
     assert np.all(np.isfinite(values)) and len(np.unique(ds.y_train)) == len(ds.classes)
     assert sp.issparse(ds.X_train) == bool(spec.sparse)  # sparse configs stay CSR
-    if spec.scaling == "standard" and not spec.sparse:  # sparse: scaled, never centred
+    if spec.scaling in ("standard", "center") and not spec.sparse:  # sparse: never centred
         np.testing.assert_allclose(ds.X_train.mean(0), 0, atol=1e-8)
     if spec.kind == "synthetic":
         return

@@ -65,6 +65,7 @@ def test_paper_details_the_configs_carry():
     ml3 = load_table("ml3_table1")
     assert ml3.settings("usps", "ml3").overrides["trainer.n_models"] == 80
     assert ml3.settings("mnist", "ml3").overrides["trainer.n_models"] == 90
+    assert ml3.settings("mnist", "kernel_svm").dataset_config == "mnist_ml3"  # centred /255
     assert load_table("ml3_table2").settings("banana", "ml3").dataset_config == "banana_ml3"
     occ = load_table("occ_table2")
     assert occ.settings("mnist", "lib_llsvm+g_occ").dataset_config == "mnist_40k"

@@ -21,6 +21,7 @@ from llc_bench.data.fetch import (
 from llc_bench.data.formats import labels_from_values
 from llc_bench.data.preprocess import (
     build_coder,
+    fit_center,
     fit_standard,
     label_sort_key,
     split_indices,
@@ -269,8 +270,8 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     value_scale = source.value_scale if source is not None else None
     X_tr, X_te = (_as_float(X, spec.sparse, value_scale) for X in (X_tr, X_te))
     scaling = {"method": spec.scaling, "fitted_on": "train"}
-    if spec.scaling == "standard":
-        scaler = fit_standard(X_tr)
+    if spec.scaling != "none":
+        scaler = (fit_standard if spec.scaling == "standard" else fit_center)(X_tr)
         X_tr, X_te = scaler.transform(X_tr, copy=False), scaler.transform(X_te, copy=False)
         scaling.update(centered=scaler.mean is not None, constant_features=scaler.constant)
     done = time.perf_counter()

@@ -144,6 +144,12 @@ class Scaler:
         return X
 
 
+def fit_center(X_train) -> Scaler:
+    """Zero mean from the training split, values not rescaled (dense data only)."""
+    mean = np.asarray(X_train, dtype=np.float64).mean(axis=0)
+    return Scaler(mean, np.ones_like(mean), 0)
+
+
 def fit_standard(X_train) -> Scaler:
     """Zero mean / unit variance from the training split; constant features keep scale 1."""
     if sp.issparse(X_train):

@@ -21,7 +21,7 @@ TASKS = ("binary", "multiclass", "auto")
 KINDS = ("benchmark", "synthetic", "custom")
 FORMATS = ("svmlight", "csv", "idx", "mat", "ldkl")
 PROTOCOLS = ("files", "fraction", "count", "rows")
-SCALINGS = ("standard", "none")
+SCALINGS = ("standard", "center", "none")  # center: minus the training mean, no rescaling
 PART_ROLES = ("train", "test", "all")
 FILE_ROLES = PART_ROLES + tuple(f"{p}_{k}" for p in PART_ROLES for k in ("x", "y"))
 
@@ -69,6 +69,15 @@ def _labels(values, what: str) -> tuple[str, ...] | None:
     if not isinstance(values, list | tuple):
         raise ConfigError(f"{what}: expected a list of labels, got {values!r}")
     return tuple(canonical_label(v) for v in values)
+
+
+def _scaling(raw, name: str) -> str:
+    """``scaling``; centring would densify a sparse dataset, so that pair is refused."""
+    scaling = _choice(raw, "scaling", SCALINGS, "standard", name)
+    if scaling == "center" and raw.get("sparse"):
+        raise ConfigError(f"dataset {name!r}: scaling='center' would densify sparse data; "
+                          "use scaling='standard' (scales without centring) or 'none'")
+    return scaling
 
 
 def _int_or_none(value, what: str, minimum: int = 0) -> int | None:
@@ -384,7 +393,7 @@ def parse_spec(raw: Mapping) -> DatasetSpec:
         labels=label_spec,
         expected=_expected(raw.get("expected"), name),
         split=_split(raw.get("split"), name),
-        scaling=_choice(raw, "scaling", SCALINGS, "standard", name),
+        scaling=_scaling(raw, name),
         sparse=bool(raw.get("sparse", False)),
         max_train=_int_or_none(raw.get("max_train"), f"dataset {name!r} max_train", 1),
         max_test=_int_or_none(raw.get("max_test"), f"dataset {name!r} max_test", 1),

@@ -661,6 +661,9 @@ def load_streamed(spec, seed: int, home: Path, mirrors: list[Path], download: bo
         constant = stats["std"] <= 1e-12 * np.maximum(1.0, np.abs(stats["mean"]))
         mean, scale = stats["mean"], np.where(constant, 1.0, stats["std"])
         scaling.update(centered=True, constant_features=int(constant.sum()))
+    elif spec.scaling == "center":
+        mean, scale = stats["mean"], np.ones_like(stats["mean"])
+        scaling.update(centered=True, constant_features=0)
     src = src.with_options(mean=mean, scale=scale)
     X_te = RowSource(test_store, rows_te, value_scale=source.value_scale, mean=mean,
                      scale=scale).take(np.arange(len(rows_te)))
