@@ -64,6 +64,7 @@ def one_error(code, err, *words):
     (["model=llsvm", "trainer.epochs=-1"], ["trainer.epochs=-1", "int >= 0"]),
     (["model=llsvm", "trainer.lambda_grid=[0,1]"], ["trainer.lambda_grid=[0,1]", "> 0"]),
     (["model=llsvm", "trainer.cv_folds=1"], ["trainer.cv_folds=1", ">= 2"]),
+    (["model=llsvm", "trainer.sgd_dtype=float16"], ["trainer.sgd_dtype=float16", "float32"]),
     (["model=sapl", "coding.beta=-1"], ["coding.beta=-1", "> 0", "'auto'"]),
     (["model=llsvm", "coding.power=-1"], ["coding.power=-1", "> 0"]),
     (["model=llsvm", "trainer.learn_anchors=true"], ["trainer.learn_anchors", "soft_knn"]),

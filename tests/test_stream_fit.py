@@ -16,6 +16,7 @@ MODELS = {
     "sapl": (LLSVMClassifier, {"coding": "soft_knn", "learn_anchors": True}),
     "jo": (LLSVMClassifier, {"coding": "adaptive_knn", "learn_anchors": True}),
     "linear_sgd": (LLSVMClassifier, {"n_anchors": 1, "k": 1, "init": "zeros"}),
+    "llsvm_float32": (LLSVMClassifier, {"sgd_dtype": "float32"}),
 }
 
 

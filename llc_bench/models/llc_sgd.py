@@ -241,10 +241,26 @@ def coding_kernel_args(coding) -> tuple[int, float, int]:
     )
 
 
-def anchor_major(W: np.ndarray) -> np.ndarray:
+def anchor_major(W: np.ndarray, dtype=None) -> np.ndarray:
     """W (C, m, D) as the kernels read it: (m, C, D), C-contiguous, always a copy (with
-    C = 1 or m = 1 the transposed view is already contiguous and would alias W)."""
-    return W.transpose(1, 0, 2).copy(order="C")
+    C = 1 or m = 1 the transposed view is already contiguous and would alias W), in
+    ``dtype`` (None: W's; float32 = the ``sgd_dtype`` option)."""
+    return np.array(W.transpose(1, 0, 2), dtype=dtype, order="C", copy=True)
+
+
+#: ``sgd_dtype`` -> the dtype of the SGD kernels' working copy of W (None: float64).
+SGD_DTYPES = {"float64": np.float64, "float32": np.float32}
+
+
+def sgd_weights_dtype(sgd_dtype):
+    """The numpy dtype of the SGD's working W for the ``sgd_dtype`` option (one error path
+    for a bad value)."""
+    if sgd_dtype is None:
+        return np.float64
+    if sgd_dtype not in SGD_DTYPES:
+        raise ConfigError(f"sgd_dtype must be one of {sorted(SGD_DTYPES)} or null, "
+                          f"got {sgd_dtype!r}")
+    return SGD_DTYPES[sgd_dtype]
 
 
 def run_epoch_anchors(X, Y, order, V, W, b, t, count, coding, **kw):
@@ -381,7 +397,7 @@ def calibrate_eta0(
     X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
     coding=None, anchor_scale=1.0, anchor_step_max=None, n_sub=CALIBRATION_ROWS,
     repeats=CALIBRATION_REPEATS, passes=1, exponents=ETA0_GRID_EXPONENTS, random_state=None,
-    coarse_step=None,
+    coarse_step=None, w_dtype=np.float64,
 ) -> tuple[float, dict]:
     """t0 = 1/(λ η0) with η0 chosen *from the warm start* (W, b and, when learned, the
     anchors; none of them is changed).
@@ -395,7 +411,8 @@ def calibrate_eta0(
     cost is kept (ties within :data:`CALIBRATION_TIE`: the largest).  ``coarse_step`` n:
     every n-th grid point first, then the points within n - 1 steps of the best of them
     (the grid's costs are unimodal in practice: on the 286 fixed-anchor runs of the
-    tables it picks the full grid's η0 in 285, at about half the cost).  A warm start that
+    tables it picks the full grid's η0 in 285, at about half the cost).  ``w_dtype``: the
+    precision of W in the passes, as in the epochs it calibrates.  A warm start that
     SGD cannot improve gets a tiny η0, i.e. SGD that leaves it nearly unchanged.
     Replaces sgd-2's greedy ``determineEta0`` from W = 0 (unstable across seeds: LLC
     issue #14).  Returns (t0, info) with the grid's costs.
@@ -416,7 +433,7 @@ def calibrate_eta0(
         start_cost[r] = sgd_objective(Xs, Ys, cs, W, b, lambda_, use_W)[0]
 
         def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, orders=orders):
-            Wa, bc = anchor_major(W), b.copy()
+            Wa, bc = anchor_major(W, w_dtype), b.copy()
             kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
                       bias_scale=bias_scale, use_W=use_W)
             t, count = 0, skip
@@ -517,6 +534,7 @@ def train_llc_sgd(
     batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
     calibration_passes: int | None = None,
     calibration_coarse_step: int | None = None,
+    sgd_dtype: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
 
@@ -555,7 +573,14 @@ def train_llc_sgd(
     v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a list, receives one dict per
     epoch before the callback runs: {"mean_k"} = the mean number of non-zero weights per
     step (k* of adaptive_knn, JO Fig. 3).
+
+    ``sgd_dtype`` "float32" (None / "float64": float64) runs the epochs and the η0
+    calibration on a float32 copy of W (the dot products still sum in float64, b stays
+    float64): half the memory traffic of a step, which reads k·C·D weights (issue 16);
+    the returned W holds the float32 values in float64.  Agrees with the float64 run to
+    about 1e-6 relative per epoch (``tests/test_sgd_dtype.py``), not bitwise.
     """
+    w_dtype = sgd_weights_dtype(sgd_dtype)
     if learn_anchors and (anchors is None or coding is None):
         raise AnchorLearningUnavailable(
             "learn_anchors=True needs anchors= (moved in place) and the fitted coding= "
@@ -595,7 +620,8 @@ def train_llc_sgd(
             anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
             passes=calibration_passes or (LEARNED_PASSES if learn_anchors else 1),
             exponents=LEARNED_ETA0_EXPONENTS if learn_anchors else ETA0_GRID_EXPONENTS,
-            random_state=seed_calibration, coarse_step=calibration_coarse_step, **kw)
+            random_state=seed_calibration, coarse_step=calibration_coarse_step,
+            w_dtype=w_dtype, **kw)
     start = (W.copy(), b.copy(), anchors.copy() if learn_anchors else None)
     start_obj = objective(W, b) if objective is not None else None
     if callback is not None:
@@ -608,7 +634,8 @@ def train_llc_sgd(
         seconds, mean_k, objectives = [], [], []
         best = (start_obj, 0, start)
         diverged = False
-        Wa = anchor_major(W)  # the kernels' layout; W is updated from it after each epoch
+        Wa = anchor_major(W, w_dtype)  # the kernels' layout; W is updated from it after
+        # each epoch
         for epoch in range(1, epochs + 1):
             tic = time.perf_counter()
             ks_mean, ks_n = [], []  # per batch: mean k* and steps
@@ -648,7 +675,8 @@ def train_llc_sgd(
         t0 *= RETRY_DIVISOR
         _restore(start, W, b, anchors)
     info.update(t0=float(t0), eta0=1.0 / (lambda_ * t0), bias_scale=float(bias_scale),
-                skip=skip, steps=int(t), epoch_seconds=seconds, use_W=bool(use_W))
+                skip=skip, steps=int(t), epoch_seconds=seconds, use_W=bool(use_W),
+                sgd_dtype=np.dtype(w_dtype).name)
     info["lambda"] = float(lambda_)
     if objective is not None:
         info.update(start_objective=start_obj, epoch_objectives=objectives,
