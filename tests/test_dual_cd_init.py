@@ -104,8 +104,8 @@ def test_estimator_dual_cd_init_records_and_fits():
 
 @pytest.mark.parametrize("use_W", [True, False])
 def test_dual_cd_on_csr_equals_dense(use_W):
-    """CSR x (unsorted column indices too) gives the dense numbers: the sparse row
-    visits the same terms in the same order minus the zeros; and it reaches
+    """CSR x (unsorted column indices too) gives the dense numbers to rounding, in the
+    same passes: the sparse row visits the same terms minus the zeros; and it reaches
     LIBLINEAR's optimum on the z LIBLINEAR builds from the CSR."""
     import scipy.sparse as sp
 
@@ -120,8 +120,9 @@ def test_dual_cd_on_csr_equals_dense(use_W):
     kw = dict(use_W=use_W, random_state=3, solver="dual_cd")
     dense = liblinear_init(X, code, y, 3, m, 1e-2, **kw)
     sparse = liblinear_init(Xs, code, y, 3, m, 1e-2, **kw)
-    np.testing.assert_array_equal(sparse[0], dense[0])
-    np.testing.assert_array_equal(sparse[1], dense[1])
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(sparse[1], dense[1], rtol=0, atol=1e-12)
+    assert sparse[2]["iterations"] == dense[2]["iterations"]
     assert sparse[2]["nnz"] < dense[2]["nnz"] or not use_W
     assert not Xs.has_sorted_indices  # the caller's matrix is left as it was
     lam = 1e-1
@@ -207,11 +208,10 @@ def _dual_cd_reference(X, idx, gam, y, C, eps, max_iter, seed, m):
     return Wb, it
 
 
-@pytest.mark.parametrize("k", [3, 8, 13])  # the kernel's paths: 1, 8, 8 + 4 + 1 anchors
-def test_dual_cd_kernel_equals_plain_reference_bitwise(k):
-    """The kernel sums several anchors' dot products side by side (independent chains):
-    the same numbers as the plain one-anchor-at-a-time algorithm, bit for bit, dense and
-    CSR."""
+@pytest.mark.parametrize("k", [3, 8, 13])
+def test_dual_cd_kernel_equals_plain_reference(k):
+    """The kernel (its sums reassociated, so vectorised) gives the plain algorithm's
+    numbers to rounding in the same passes, dense and CSR."""
     import scipy.sparse as sp
 
     from llc_bench.models._dual_cd_kernel import dual_cd_binary
@@ -229,4 +229,4 @@ def test_dual_cd_kernel_equals_plain_reference_bitwise(k):
         Wb = np.zeros((m, X.shape[1] + 1))
         it = dual_cd_binary(*args, idx, gam, y, 2.0, 0.01, 50, 7, Wb)
         assert it == ref_it
-        np.testing.assert_array_equal(Wb, ref)
+        np.testing.assert_allclose(Wb, ref, rtol=0, atol=1e-12)

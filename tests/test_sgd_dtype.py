@@ -45,8 +45,8 @@ def test_a_float32_fit_predicts_as_the_float64_fit():
     X, y = blobs(4, n=1200, d=6, seed=3)
     Xt, yt = blobs(4, n=400, d=6, seed=4)
     kw = dict(n_anchors=12, k=4, epochs=5, random_state=2)
-    a = LLSVMClassifier(**kw).fit(X, y)
-    b = LLSVMClassifier(**kw, sgd_dtype="float32").fit(X, y)
+    a = LLSVMClassifier(**kw, sgd_dtype="float64").fit(X, y)
+    b = LLSVMClassifier(**kw).fit(X, y)  # fixed anchors: float32 by default (v5)
     assert a.fit_info_["sgd"]["sgd_dtype"] == "float64"
     assert b.fit_info_["sgd"]["sgd_dtype"] == "float32"
     assert _is_float32_valued(b.W_) and not _is_float32_valued(a.W_)

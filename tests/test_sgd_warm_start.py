@@ -189,6 +189,25 @@ def test_divergence_restarts_with_a_smaller_step(standardised, monkeypatch):
     assert max(e["objective"] for e in history[1:]) <= 2 * history[0]["objective"]
 
 
+def test_fixed_anchors_default_to_the_coarse_grid_and_learned_to_the_whole_grid():
+    """v5 defaults: a fixed-anchor fit calibrates η0 on the coarse-to-fine grid (13 of
+    27 points), ``calibration_coarse_step=1`` on the whole grid; learned anchors run
+    their whole (halved) grid and float64 weights."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    kw = dict(n_anchors=8, k=3, epochs=2, random_state=0)
+    fixed = LLSVMClassifier(**kw).fit(X, y).fit_info_["sgd"]
+    whole = LLSVMClassifier(**kw, calibration_coarse_step=1).fit(X, y).fit_info_["sgd"]
+    assert len(whole["t0_calibration"]["grid"]) == 27
+    assert len(fixed["t0_calibration"]["grid"]) < 27
+    assert set(fixed["t0_calibration"]["grid"]) < set(whole["t0_calibration"]["grid"])
+    assert fixed["sgd_dtype"] == "float32"
+    learned = LLSVMClassifier(**kw, coding="soft_knn", learn_anchors=True).fit(X, y)
+    info = learned.fit_info_["sgd"]
+    assert len(info["t0_calibration"]["grid"]) == len(LEARNED_ETA0_EXPONENTS)
+    assert info["sgd_dtype"] == "float64"
+
 def test_numerics_version_enters_the_cache_key():
     from llc_bench.experiment.results import config_hash
     from llc_bench.experiment.runner import add_numerics_version
@@ -196,10 +215,10 @@ def test_numerics_version_enters_the_cache_key():
     base = {"trainer": {"name": "llc_sgd"}, "coding": {"name": "inverse_distance"},
             "seed": 0, "dataset": {"name": "banana"}}
     llc = add_numerics_version({**base})
-    assert llc["numerics_version"] == 3  # 3: dual_cd init, k-means on 20k rows (issue 17)
+    assert llc["numerics_version"] == 5  # 5: vectorised dual CD, float32 SGD, coarse η0 grid
     sapl = add_numerics_version({**base, "trainer": {"name": "llc_sgd", "learn_anchors": True},
                                  "coding": {"name": "soft_knn"}})
-    assert sapl["numerics_version"] == 4  # 4: learned anchors' 10-pass η0 calibration
+    assert sapl["numerics_version"] == 5  # 5: the vectorised dual CD init
     lin = add_numerics_version({**base, "trainer": {"name": "liblinear"}, "coding": None})
     assert lin["numerics_version"] is None  # version 1 stays out: old keys unchanged
     assert config_hash(llc) != config_hash({**llc, "numerics_version": None})

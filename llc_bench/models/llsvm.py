@@ -74,6 +74,9 @@ from .llc_sgd import (
     train_llc_sgd,
 )
 
+#: The fixed-anchor default of ``calibration_coarse_step`` (numerics v5).
+FIXED_COARSE_STEP = 4
+
 
 def _index_predict(predict, classes):
     """A predict function that returns class indices (what ``cross_validate_C`` compares)."""
@@ -162,8 +165,10 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         """Enters the result cache key: bump it whenever the same parameters give other
         numbers.  2 = warm-start η0 calibration, best epoch kept, divergence restarts;
         3 = the issue-17 defaults: dual_cd init, k-means on a 20,000-row sample;
-        4 (learned anchors only) = their η0 calibrated over 10 passes on a grid of step 4."""
-        return 4 if self.learn_anchors else 3
+        4 (learned anchors only) = their η0 calibrated over 10 passes on a grid of step 4;
+        5 = the dual CD init's sums reassociated (vectorised), and with fixed anchors the
+        float32 SGD weights and the coarse-to-fine η0 grid by default."""
+        return 5
 
     #: ``fit`` accepts a chunked source (``llc_bench.data.stream.RowSource``).
     supports_streaming = True
@@ -193,7 +198,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         "kmeans_sample": [COUNT, None], "kmeans_tol": [POSITIVE, None],
         "init_solver": [StrOptions(set(INIT_SOLVERS)), None], "init_eps": [POSITIVE, None],
         "calibration_passes": [COUNT, None],
-        "calibration_coarse_step": [Interval(Integral, 2, None, closed="left"), None],
+        "calibration_coarse_step": [Interval(Integral, 1, None, closed="left"), None],
         "sgd_dtype": [StrOptions({"float64", "float32"}), None],
     }
 
@@ -340,8 +345,9 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             batches=None if source is None else stream_batches(
                 source, y_all, n_classes, None if learn else self._encode),
             calibration_passes=self.calibration_passes,
-            calibration_coarse_step=self.calibration_coarse_step,
-            sgd_dtype=self.sgd_dtype,
+            calibration_coarse_step=(FIXED_COARSE_STEP if self.calibration_coarse_step is None
+                                     and not learn else self.calibration_coarse_step),
+            sgd_dtype=self.sgd_dtype or (None if learn else "float32"),
         )
         history.close()
         timings["sgd"] = time.perf_counter() - t - history.seconds
@@ -560,16 +566,17 @@ class LLSVMClassifier(_LocalSVMBase):
         subsample's SGD noise); results/bench/calibration_passes.txt.
     calibration_coarse_step : int or None, default None
         η0 calibration on every n-th point of its grid, then on the points within n - 1
-        steps of the best of them (None = the whole grid).  With n = 4 the fixed-anchor
-        calibration runs 13 of its 27 points; on the recorded grids of the tables' 286
-        fixed-anchor runs it picks the whole grid's η0 in 285 (not yet the default: a
-        new default is a new ``numerics_version`` and a rebuild).
+        steps of the best of them (1 = the whole grid; None = 4 with fixed anchors, the
+        whole grid with learned anchors).  With n = 4 the fixed-anchor calibration runs
+        13 of its 27 points; on the recorded grids of the tables' 286 fixed-anchor runs
+        (v4) it picks the whole grid's η0 in 285 (results/bench/bench_llsvm.txt).
     sgd_dtype : {"float64", "float32"} or None, default None
-        Opt-in: the SGD epochs (and their η0 calibration) update a float32 copy of W
-        (None = float64).  A step reads k·C·D weights, so float32 halves its memory
-        traffic (MNIST, 10 classes, k = 8: one epoch 0.77x); the dot products still sum
-        in float64 and b stays float64.  Not bitwise the float64 fit: about 1e-6
-        relative in W after an epoch (``tests/test_sgd_dtype.py``).
+        The SGD epochs (and their η0 calibration) update a W of this dtype (None =
+        float32 with fixed anchors, float64 with learned anchors).  A step reads k·C·D
+        weights, so float32 halves its memory traffic (MNIST, 10 classes, k = 8: one
+        epoch 0.77x); the dot products still sum in float64 and b stays float64.  Not
+        bitwise the float64 fit: about 1e-6 relative in W after an epoch
+        (``tests/test_sgd_dtype.py``); the same model on usps, letter and mnist.
     """
 
     def __init__(
