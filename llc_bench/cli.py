@@ -145,7 +145,8 @@ def run_app(cfg: DictConfig) -> float | None:
 
         progress.configure(cfg.get("progress"), parallel=hc.mode == RunMode.MULTIRUN
                            and "joblib" in str(hc.launcher.get("_target_", "")).lower())
-        record = run_experiment(cfg, output_dir=hc.runtime.output_dir)
+        record = run_experiment(cfg, output_dir=hc.runtime.output_dir,
+                                fixed=_fixed_keys(hc))
     except Exception as err:
         if hc.mode != RunMode.MULTIRUN:
             _RUN["error"] = err
@@ -158,6 +159,15 @@ def run_app(cfg: DictConfig) -> float | None:
         (Path(hc.runtime.output_dir) / FAILED_JOB_FILE).write_text(line + "\n")
         return None
     return record["metrics"].get("test_accuracy")
+
+
+def _fixed_keys(hc) -> tuple:
+    """The config keys set on the command line (they win over a search: ``tune``); all of
+    them ("*") inside a tuning sweeper's trial, whose sweeper is the search."""
+    if "optuna" in str(hc.sweeper.get("_target_", "")).lower():
+        return ("*",)
+    keys = (o.split("=", 1)[0].lstrip("+~") for o in hc.overrides.task if "=" in o)
+    return tuple(k for k in keys if "/" not in k)
 
 
 def run_command(argv: list[str]) -> None:

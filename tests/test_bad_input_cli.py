@@ -147,7 +147,7 @@ def test_results_dir_not_writable(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_is_one_line_exit_130(tmp_path, capsys, monkeypatch):
-    def interrupted(cfg, output_dir=None, echo=print):
+    def interrupted(cfg, output_dir=None, echo=print, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner, "run_experiment", interrupted)
@@ -165,7 +165,7 @@ def test_debug_shows_the_traceback(tmp_path, capsys, monkeypatch):
 
 
 def test_unexpected_exception_is_one_line_naming_its_type(tmp_path, capsys, monkeypatch):
-    def broken(cfg, output_dir=None, echo=print):
+    def broken(cfg, output_dir=None, echo=print, **kwargs):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(runner, "run_experiment", broken)
@@ -258,7 +258,7 @@ def test_identical_runs_together_compute_once(tmp_path, monkeypatch):
 def test_a_lock_left_by_a_killed_run_does_not_block(tmp_path):
     """flock dies with its process: a leftover lock file is simply taken."""
     cfg = compose_run("trainer.C=1.0", tmp_path=tmp_path)
-    key = runner.config_hash(cfg)
+    key = runner.config_hash(runner.prepare_config(dict(cfg)))
     locks = Path(tmp_path / "results" / "locks")
     locks.mkdir(parents=True)
     (locks / f"{key}.lock").write_text("")

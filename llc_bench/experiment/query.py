@@ -237,6 +237,10 @@ def describe_run(record: Mapping, path=None) -> list[str]:
     lines = [f"data    {record['dataset']}: {data.get('n_train')} train / {data.get('n_test')} "
              f"{test_name} rows, {data.get('n_features')} features, {len(classes)} classes "
              f"(read {_seconds(t.get('load'))}, preprocess {_seconds(t.get('preprocess'))})"]
+    if record.get("tune"):  # the setting the run chose and trained
+        from llc_bench.experiment.tune import with_params
+
+        config = with_params(config, record["tune"].get("chosen") or {})
     trainer = dict(config.get("trainer") or {})
     coding = dict(config.get("coding") or {})
     settings = ", ".join(f"{k}={v}" for k, v in trainer.items()
@@ -245,7 +249,8 @@ def describe_run(record: Mapping, path=None) -> list[str]:
         f", {coding['name']} coding" + "".join(f" {k}={coding[k]}" for k in ("n_anchors", "k")
                                                if coding.get(k) is not None))
     lines.append(f"model   {record['model']}: trainer {trainer.get('name')}{coding_text}"
-                 + (f" ({settings})" if settings else ""))
+                 + (f" ({settings})" if settings else "")
+                 + (" (tuned)" if record.get("tune") else ""))
     fit = [(k[4:], v) for k, v in t.items()
            if k.startswith("fit_") and k not in ("fit_total", "fit_history") and v is not None]
     phases = ", ".join(f"{name} {_seconds(v)}" for name, v in fit if v >= 0.0005)

@@ -10,6 +10,7 @@ finite float > 0 or null``), raised before any data is loaded.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as dt
 import importlib
 import math
@@ -227,11 +228,20 @@ def _pin_custom_files(dataset: dict) -> None:
     dataset["sha256"] = pins
 
 
+def prepare_config(config: dict, fixed: tuple = ()) -> dict:
+    """The numerics version and the resolved ``tune`` block in the config (so in its cache
+    key); ``fixed``: the keys set on the command line, left out of a search."""
+    from llc_bench.experiment.tune import resolve
+
+    return resolve(add_numerics_version(config), fixed)
+
+
 def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = None,
-                   echo=print) -> dict:
-    """Run (or fetch from the store) the experiment ``cfg`` describes; return its record."""
+                   echo=print, fixed: tuple = ()) -> dict:
+    """Run (or fetch from the store) the experiment ``cfg`` describes; return its record.
+    ``fixed``: the config keys the user set (a search leaves them as they are)."""
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
-              else dict(cfg))
+              else copy.deepcopy(dict(cfg)))
     config.pop("hydra", None)
     for key, value in _leaves(config):  # a mandatory key left unset
         if isinstance(value, str) and value == "???":
@@ -241,7 +251,8 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     for key, value in _leaves(config):  # records are strict JSON
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{key}={value}: must be a finite number")
-    add_numerics_version(config)
+    prepare_config(config, fixed)
+    estimator = build_estimator(config)  # a one-point search space may have set a value
     _pin_custom_files(config["dataset"])
     from llc_bench.data.stream import pin_identity  # out-of-core data: refusal, sha256
 
@@ -277,6 +288,13 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
                       download=bool(data_cfg.get("download", True)))
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
     jit: dict = {}
+    tuned = None
+    if config.get("tune"):  # on training rows only: the test split is not passed in
+        from llc_bench.experiment.tune import select, with_params
+
+        with jit_compile_timer(jit, "jit_compile_tune"):
+            chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
+        estimator = build_estimator(with_params(config, chosen))
     with jit_compile_timer(jit, "jit_compile_train"):
         t0 = time.perf_counter()
         estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
@@ -294,6 +312,8 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     timings.update({"train_total": train_seconds, "train": max(0.0, train_seconds - monitoring),
                     "test_total": test_seconds,
                     "test_per_sample": test_seconds / max(1, len(ds.y_test)), **jit})
+    if tuned is not None:
+        timings["tune"] = tuned["seconds"]
     record = {
         "record_version": 1,
         "status": "complete",
@@ -315,7 +335,8 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         "model_size": fit_info.pop("model_size", {}),
         "history": fit_info.pop("history", []),
         "fit_info": fit_info,
-        "at_grid_edge": grid_edges(fit_info),
+        "at_grid_edge": grid_edges(fit_info) + (tuned or {}).get("at_edge", []),
+        **({"tune": tuned} if tuned is not None else {}),
         "started": started.isoformat(timespec="seconds"),
         "versions": package_versions(),
         "code_revision": code_revision(),
@@ -348,9 +369,10 @@ def summary_line(record: Mapping, cached: bool = False) -> str:
     hinge = "n/a" if m.get("test_hinge") is None else f"{m['test_hinge']:.4f}"
     acc = "n/a" if m.get("test_accuracy") is None else f"{100 * m['test_accuracy']:.2f}%"
     train = t.get("train", t.get("train_total", float("nan")))
-    cv = t.get("fit_cv") or 0.0
+    cv, tune = t.get("fit_cv") or 0.0, t.get("tune")
     return (f"{record['dataset']} | {record['model']} | seed {record['seed']} | "
             f"{split} acc {acc} | {split} hinge {hinge} | train {train:.2f}s"
             + (f" (+ CV {cv:.2f}s)" if cv >= 0.005 else "")
+            + (f" (+ tune {tune:.1f}s)" if tune is not None else "")
             + f" | {split} {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
             + (" (cached)" if cached else ""))

@@ -161,11 +161,11 @@ class Composer:
         from omegaconf import OmegaConf
 
         cfg = compose("run", overrides=override_list(overrides))
-        from llc_bench.experiment.runner import add_numerics_version
+        from llc_bench.experiment.runner import prepare_config
 
         config = OmegaConf.to_container(cfg, resolve=True)
         config.pop("hydra", None)
-        return add_numerics_version(config)
+        return prepare_config(config)
 
 
 def _status_of_dataset(name: str, home, mirrors, cache: dict) -> str:
@@ -232,7 +232,9 @@ class Planner:
         runs = []
         first = None
         for seed in range(seeds):
-            base = {"model": model, "dataset": dataset, "seed": seed, **overrides}
+            # the tables run their papers' protocols and presets: no selection of ours
+            base = {"model": model, "dataset": dataset, "seed": seed, "tune": "off",
+                    **overrides}
             if first is not None and seed >= 2:
                 # Seeds 0 and 1 composed alike except for `seed`: derive the others.
                 config = dict(first[1])

@@ -1,0 +1,355 @@
+"""Hyper-parameter selection on training rows within a budget: one procedure for every model.
+
+The space of a model preset is declared once, in ``conf/search/<model>.yaml``
+(``hydra.sweeper.params``, in the grammar of Hydra's Optuna sweeper: ``tag(log,
+interval(a, b))``, ``choice(...)``, ``range(...)``), so ``llc-bench run -m +search=<model>``
+and ``tune=auto`` read the same declaration.  :func:`select`:
+
+* scores a setting on the **training rows only**: a stratified ``folds``-fold CV below
+  ``holdout_min_rows`` rows, a stratified held-out fraction ``holdout`` from there on (the
+  test split is never passed in);
+* searches with Optuna's seeded TPE sampler, the model's own defaults as the first trial,
+  and a successive-halving pruner over the folds (a setting whose first folds are already
+  poor is not fitted on the others); trials run one after another, so the same seed gives
+  the same trials and the same choice;
+* stops after ``trials`` trials, or earlier when the next trial would pass ``budget_s``
+  seconds (judged from the trials so far; then the choice may depend on the machine, and
+  the report says ``stopped_by: budget``);
+* shares the k-means anchors of trials with the same m and rule (``anchor_memo``).
+
+The runner then fits the chosen setting on all training rows.  ``tune=auto`` (the default)
+selects when the model declares a space, no ``conf/tuned/<model>_<dataset>.yaml`` preset
+applies and the model does not run a grid CV of its own; ``tune=on`` always, ``tune=off``
+never: a run that does not select keeps the cache key it had before selection existed.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from llc_bench.errors import ConfigError
+
+MODES = ("auto", "on", "off")
+# The keys of the ``tune`` group that change what a selection returns (so its cache key).
+RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows")
+
+
+def _conf_dir() -> Path:
+    return Path(str(resources.files("llc_bench.conf")))
+
+
+def preset_exists(model: str, dataset: str) -> bool:
+    """Whether ``conf/tuned/<model>_<dataset>.yaml`` (a per-dataset preset) exists."""
+    return (_conf_dir() / "tuned" / f"{model}_{dataset}.yaml").is_file()
+
+
+def _parse(key: str, text) -> dict:
+    """One ``hydra.sweeper.params`` entry as {"kind": "float"|"int"|"choice", ...}."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
+
+    if not isinstance(text, str):  # a plain YAML value (null, a number): fixed
+        return {"kind": "choice", "values": [text]}
+    value = OverridesParser.create().parse_override(f"{key}={text}").value()
+    log = "log" in getattr(value, "tags", set())
+    if isinstance(value, ChoiceSweep):
+        return {"kind": "choice", "values": list(value.list)}
+    if isinstance(value, RangeSweep):
+        return {"kind": "choice", "values": list(np.arange(value.start, value.stop,
+                                                           value.step or 1).tolist())}
+    if isinstance(value, IntervalSweep):
+        ints = isinstance(value.start, int) and isinstance(value.end, int)
+        return {"kind": "int" if ints else "float", "low": value.start, "high": value.end,
+                "log": log}
+    return {"kind": "choice", "values": [value]}
+
+
+def search_space(model: str) -> dict[str, dict] | None:
+    """The declared space of a model preset (``conf/search/<model>.yaml``), or None."""
+    from omegaconf import OmegaConf
+
+    path = _conf_dir() / "search" / f"{model}.yaml"
+    if not path.is_file():
+        return None
+    params = OmegaConf.select(OmegaConf.load(path), "hydra.sweeper.params") or {}
+    return {key: _parse(key, text) for key, text in params.items()}
+
+
+def _get(config: Mapping, dotted: str):
+    node = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _set(config: dict, dotted: str, value) -> None:
+    *parents, leaf = dotted.split(".")
+    node = config
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+
+
+def with_params(config: Mapping, params: Mapping) -> dict:
+    """A copy of the run config with ``{"trainer.lambda_": 1e-5, ...}`` set."""
+    out = copy.deepcopy(dict(config))
+    for key, value in params.items():
+        _set(out, key, value)
+    return out
+
+
+def resolve(config: dict, fixed: tuple = ()) -> dict:
+    """Replace ``config["tune"]`` by what the run will do: None when it does not select
+    (so its cache key is the one it had before selection existed), else the resolved
+    settings and the space (minus the keys in ``fixed``: set on the command line, they
+    win).  A ConfigError for a mode that is not one of ``MODES``."""
+    tune = config.get("tune")
+    if not tune or "*" in fixed:
+        config["tune"] = None
+        return config
+    mode = tune.get("mode")
+    mode = {False: "off", True: "on"}.get(mode, mode)
+    if mode not in MODES:
+        raise ConfigError(f"tune.mode={mode!r}: expected one of {', '.join(MODES)}")
+    model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
+    dataset = config["dataset"]["name"]
+    space = search_space(model) if mode != "off" else None
+    if mode == "on" and space is None:
+        raise ConfigError(f"tune=on: model {model} declares no search space "
+                          f"(conf/search/{model}.yaml)")
+    streamed = (config["dataset"].get("in_memory") is False
+                or bool(config["dataset"].get("stream")))
+    if streamed and mode == "on":
+        raise ConfigError("tune=on: a streamed training set cannot be searched (every trial "
+                          "would stream it); use tune=off or dataset.max_train=N")
+    if mode == "auto" and (model in (tune.get("own_cv_models") or ()) or streamed
+                           or preset_exists(model, dataset)):
+        space = None
+    space = {k: v for k, v in (space or {}).items() if k not in set(fixed)}
+    if space and all(d["kind"] == "choice" and len(d["values"]) == 1 for d in space.values()):
+        for key, dim in space.items():  # a one-point space: its setting, no search
+            _set(config, key, dim["values"][0])
+        space = None
+    if not space:
+        config["tune"] = None
+        return config
+    for key in space:
+        if _get(config, key) is None and key.rsplit(".", 1)[-1] not in (
+                config.get(key.split(".")[0]) or {}):
+            raise ConfigError(f"conf/search/{model}.yaml: {key} is not a key of this run's "
+                              "config")
+    settings = {k: tune.get(k) for k in RESULT_KEYS}
+    _check_settings(settings)
+    config["tune"] = {**settings, "space": space}
+    return config
+
+
+def _check_settings(s: dict) -> None:
+    def bad(key, expect):
+        raise ConfigError(f"tune.{key}={s[key]!r}: expected {expect}")
+
+    if s["trials"] is not None and (isinstance(s["trials"], bool)
+                                    or not isinstance(s["trials"], int) or s["trials"] < 1):
+        bad("trials", "an integer >= 1 or null")
+    if s["budget_s"] is not None and (isinstance(s["budget_s"], bool) or not isinstance(
+            s["budget_s"], int | float) or not 0 < s["budget_s"] < math.inf):
+        bad("budget_s", "a number of seconds > 0 or null")
+    if s["trials"] is None and s["budget_s"] is None:
+        raise ConfigError("tune.trials and tune.budget_s are both null: give at least one")
+    if not isinstance(s["folds"], int) or isinstance(s["folds"], bool) or s["folds"] < 2:
+        bad("folds", "an integer >= 2")
+    if not isinstance(s["holdout"], int | float) or not 0 < s["holdout"] < 1:
+        bad("holdout", "a fraction in (0, 1)")
+    if not isinstance(s["holdout_min_rows"], int) or s["holdout_min_rows"] < 0:
+        bad("holdout_min_rows", "an integer >= 0")
+
+
+def _splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
+    """The protocol and its (train rows, validation rows) pairs: stratified folds, or one
+    stratified held-out fraction from ``holdout_min_rows`` rows on."""
+    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+
+    n = len(y)
+    smallest = int(np.bincount(np.unique(y, return_inverse=True)[1]).min())
+    if n >= int(tune["holdout_min_rows"]) or smallest < 2:
+        split = StratifiedShuffleSplit(n_splits=1, test_size=float(tune["holdout"]),
+                                       random_state=seed)
+        if smallest < 2:  # a class with one row cannot be stratified: plain shuffle
+            rng = np.random.RandomState(seed)
+            rows = rng.permutation(n)
+            cut = max(1, int(round(float(tune["holdout"]) * n)))
+            return f"holdout {tune['holdout']}", [(np.sort(rows[cut:]), np.sort(rows[:cut]))]
+        return f"holdout {tune['holdout']}", list(split.split(np.zeros(n), y))
+    folds = min(int(tune["folds"]), smallest)
+    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return f"{folds}-fold", list(split.split(np.zeros(n), y))
+
+
+def _suggest(trial, key: str, dim: Mapping):
+    if dim["kind"] == "choice":
+        return trial.suggest_categorical(key, dim["values"])
+    if dim["kind"] == "int":
+        return trial.suggest_int(key, int(dim["low"]), int(dim["high"]), log=dim["log"])
+    return trial.suggest_float(key, float(dim["low"]), float(dim["high"]), log=dim["log"])
+
+
+def _default_trial(config: Mapping, space: Mapping) -> dict | None:
+    """The model's own setting as a first trial, when it lies in the space."""
+    params = {}
+    for key, dim in space.items():
+        value = _get(config, key)
+        if dim["kind"] == "choice":
+            if value not in dim["values"]:
+                return None
+        elif not isinstance(value, int | float) or not dim["low"] <= value <= dim["high"]:
+            return None
+        params[key] = value
+    return params
+
+
+def _edges(space: Mapping, chosen: Mapping) -> list[str]:
+    """Choices on the edge of the space: the first or last of a numeric choice list, or
+    within 1 % (of the log range, if log) of an interval's end."""
+    edges = []
+    for key, dim in space.items():
+        value = chosen.get(key)
+        if dim["kind"] == "choice":
+            numbers = [v for v in dim["values"] if isinstance(v, int | float)
+                       and not isinstance(v, bool)]
+            if len(numbers) > 1 and value in (min(numbers), max(numbers)):
+                edges.append(key)
+        else:
+            lo, hi, v = float(dim["low"]), float(dim["high"]), float(value)
+            if dim["log"]:
+                lo, hi, v = math.log(lo), math.log(hi), math.log(v)
+            if min(v - lo, hi - v) <= 0.01 * (hi - lo):
+                edges.append(key)
+    return edges
+
+
+def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
+    """The setting of ``config["tune"]["space"]`` with the best validation accuracy on
+    ``(X, y)`` (training rows only), and the report for the record.
+
+    ``build(config)`` returns an unfitted estimator for a run config.
+    """
+    import logging
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # optuna's import logs at INFO
+    with warnings.catch_warnings():  # SQLAlchemy's 2.0 notice on optuna 2.x's import
+        warnings.simplefilter("ignore")
+        import optuna
+    from sklearn.base import clone
+
+    from llc_bench.coding.anchors import anchor_memo
+    from llc_bench.experiment.metrics import accuracy
+
+    tune, seed = config["tune"], int(config["seed"])
+    space = tune["space"]
+    protocol, splits = _splits(X, y, tune, seed)
+    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
+    trials_max, budget = tune["trials"], tune["budget_s"]
+    started = time.perf_counter()
+    records: list[dict] = []
+
+    def objective(trial):
+        t = time.perf_counter()
+        params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
+        estimator = build(with_params(config, params))
+        if "history" in estimator.get_params():
+            estimator.set_params(history=False)
+        scores = []
+        try:
+            for step, (X_tr, y_tr, X_va, y_va) in enumerate(parts):
+                if _over_budget(fold_seconds):  # a fold that would end past the budget
+                    trial.study.stop()
+                    raise optuna.TrialPruned()
+                t_fold = time.perf_counter()
+                scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
+                fold_seconds.append(time.perf_counter() - t_fold)
+                trial.report(float(np.mean(scores)), step)
+                if step + 1 < len(parts) and trial.should_prune():
+                    raise optuna.TrialPruned()
+        finally:
+            records.append({"number": trial.number, "params": params,
+                            "score": float(np.mean(scores)) if scores else None,
+                            "folds_scored": len(scores), "seconds": time.perf_counter() - t})
+        return float(np.mean(scores))
+
+    fold_seconds: list[float] = []
+
+    def _over_budget(seconds) -> bool:
+        """Whether one more fold (as long as the longest of the last ten) would end past
+        the budget."""
+        if budget is None or not seconds:
+            return False
+        recent = seconds[1:][-10:] or seconds  # the first fold may hold one-off warm-up
+        return time.perf_counter() - started + max(recent) > float(budget)
+
+    def stop_on_budget(study, _trial):
+        if _over_budget(fold_seconds[-len(parts):] and [sum(fold_seconds[-len(parts):])]):
+            study.stop()
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=8),
+        pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
+    )
+    first = _default_trial(config, space)
+    if first is not None:
+        with warnings.catch_warnings():  # enqueue_trial is "experimental" in optuna 2.x
+            warnings.simplefilter("ignore")
+            study.enqueue_trial(first)
+    with anchor_memo():
+        study.optimize(objective, n_trials=trials_max, callbacks=[stop_on_budget],
+                       catch=(ValueError, ArithmeticError, np.linalg.LinAlgError))
+    seconds = time.perf_counter() - started
+    complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+    if not complete:
+        raise ConfigError(f"tune: none of the {len(study.trials)} trials completed "
+                          f"(first failure: {_first_failure(study)})")
+    best = study.best_trial
+    chosen = {key: best.params[key] for key in space}
+    report = {
+        "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
+        "best_trial": int(best.number), "validation_accuracy": float(best.value),
+        "n_trials": len(study.trials), "n_complete": len(complete),
+        "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
+        "stopped_by": ("trials" if trials_max is not None and len(study.trials) >= trials_max
+                       and not _over_budget(fold_seconds) else "budget"),
+        "budget": {"trials": trials_max, "budget_s": budget}, "seconds": seconds,
+        "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}), defaults first"
+                   if first is not None else f"optuna {optuna.__version__} "
+                   f"TPESampler(seed={seed})",
+        "pruner": "SuccessiveHalvingPruner over folds (min_resource 1, reduction 3)",
+        "at_edge": _edges(space, chosen),
+        "trials": records,
+    }
+    if echo is not None:
+        echo(f"tune    {len(study.trials)} trials ({protocol} on {len(y)} training rows, "
+             f"{report['n_pruned']} pruned) in {seconds:.1f}s: "
+             + ", ".join(f"{k}={_short(v)}" for k, v in chosen.items())
+             + f" (val acc {100 * best.value:.2f}%)")
+    return chosen, report
+
+
+def _first_failure(study) -> str:
+    for t in study.trials:
+        if t.state.name == "FAIL":
+            return str(t.system_attrs.get("fail_reason", "unknown"))[:200]
+    return "none ran"
+
+
+def _short(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,203 @@
+"""The generalisation yardstick: every model on data whose presets nobody wrote.
+
+Each dataset is written as a user's own files would be (CSV with a header, string labels,
+raw features) and run with ``llc-bench run dataset=file dataset.train=... dataset.test=...
+model=X`` and nothing else, so no ``conf/tuned/`` preset applies:
+
+* every dataset of the shared mirror (``../shared/datasets``) that loads in memory, its
+  training split capped at ``--max-train`` rows and its test split at ``--max-test``
+  (seeded, class-stratified by the loader);
+* scikit-learn's bundled ``load_digits``, ``load_breast_cancer`` and ``load_wine`` (a
+  seeded 70/30 split);
+* the synthetic ``sine`` and ``xor`` sets.
+
+Per model it prints the mean gap of test accuracy to the RBF kernel SVM (points), the
+number of sets where it matches or beats Nyström + LIBLINEAR, and the median ratio of its
+total fit time (selection and CV included) to the kernel SVM's.  Runs go to a scratch store
+(``--results-dir``), so a second call reuses them; ``--tune off|auto`` chooses whether the
+models select their own hyper-parameters (``tune=``).
+
+    python scripts/yardstick.py --tune off --models kernel,nystroem,linear,llsvm
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = REPO.parent / "shared" / "datasets"
+SHARED = ["banana", "german", "heart", "ionosphere", "liver", "pima", "ringnorm", "sonar",
+          "spambase", "wdbc", "wbc", "magic04", "phishing", "letter", "usps", "ijcnn",
+          "connect4", "skin"]
+BUNDLED = ["digits", "breast_cancer", "wine"]
+SYNTHETIC = ["sine", "xor"]
+MODELS = ["kernel", "nystroem", "linear", "llsvm", "sapl", "ml3", "jo"]
+
+
+def _write_csv(path: Path, X, labels) -> None:
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow([f"f{j}" for j in range(X.shape[1])] + ["label"])
+        for row, label in zip(X, labels, strict=True):
+            out.writerow([repr(float(v)) for v in row] + [label])
+    tmp.replace(path)
+
+
+def _from_loader(name: str, max_train: int, max_test: int):
+    from omegaconf import OmegaConf
+
+    from llc_bench.data import load_dataset
+
+    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "dataset" / f"{name}.yaml"))
+    raw.update(scaling="none", max_train=max_train, max_test=max_test)
+    ds = load_dataset(raw, seed=0, mirrors=[MIRROR], download=False)
+    names = np.asarray([f"c_{c}" for c in ds.classes])
+
+    def label(y):
+        idx = (y > 0).astype(int) if ds.task == "binary" else y
+        return names[idx]
+
+    return ds.X_train, label(ds.y_train), ds.X_test, label(ds.y_test)
+
+
+def _bundled(name: str):
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+
+    bunch = getattr(datasets, f"load_{name}")()
+    names = np.asarray([f"c_{t}" for t in bunch.target_names])
+    X_tr, X_te, y_tr, y_te = train_test_split(bunch.data, bunch.target, test_size=0.3,
+                                              random_state=0, stratify=bunch.target)
+    return X_tr, names[y_tr], X_te, names[y_te]
+
+
+def write_sets(out: Path, max_train: int, max_test: int, only=None) -> dict[str, tuple]:
+    """``{name: (train.csv, test.csv, n_train, n_features, n_classes)}``, written once."""
+    sets = {}
+    for name in only or SHARED + BUNDLED + SYNTHETIC:
+        folder = out / name
+        train, test = folder / "train.csv", folder / "test.csv"
+        if not test.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                X_tr, y_tr, X_te, y_te = (_bundled(name) if name in BUNDLED else
+                                          _from_loader(name, max_train, max_test))
+            except Exception as err:  # a dataset missing from the mirror: say so, go on
+                print(f"skip {name}: {' '.join(str(err).split())[:160]}", file=sys.stderr)
+                continue
+            _write_csv(train, X_tr, y_tr)
+            _write_csv(test, X_te, y_te)
+        with train.open() as handle:
+            header = handle.readline().strip().split(",")
+            labels = {line.rstrip("\n").rsplit(",", 1)[1] for line in handle}
+            n_train = sum(1 for _ in train.open()) - 1
+        sets[name] = (train, test, n_train, len(header) - 1, len(labels))
+    return sets
+
+
+def run_one(train: Path, test: Path, model: str, results_dir: Path, tune: str,
+            extra=()) -> dict:
+    """The record of ``llc-bench run dataset=file ... model=MODEL`` (in this process)."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llc_bench.experiment.runner import run_experiment
+
+    overrides = ["dataset=file", f"dataset.train={train}", f"dataset.test={test}",
+                 f"model={model}", f"results_dir={results_dir}", "progress=off",
+                 "data.download=false", *extra]
+    if tune != "default":
+        overrides.append(f"tune={tune}")
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = compose("run", overrides=overrides)
+    return run_experiment(OmegaConf.to_container(cfg, resolve=True), echo=lambda line: None)
+
+
+def fit_seconds(record: dict) -> float:
+    """Total fit time: selection, CV and training (what a user waits for)."""
+    t = record["timings"]
+    return float(t.get("train_total", 0.0)) + float(t.get("tune", 0.0))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--sets", default=None, help="comma-separated (default: all)")
+    parser.add_argument("--tune", default="default", help="off | auto | default (as a user)")
+    parser.add_argument("--work", default="/tmp/llc-yardstick", type=Path)
+    parser.add_argument("--results-dir", default=None, type=Path)
+    parser.add_argument("--max-train", type=int, default=4000)
+    parser.add_argument("--max-test", type=int, default=2000)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="also write the table here (and its figures to OUT.json)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="an earlier OUT.json: the models not run now are taken from it "
+                        "(e.g. kernel and nystroem, which tune= does not change)")
+    args = parser.parse_args(argv)
+    models = args.models.split(",")
+    sets = write_sets(args.work / "csv", args.max_train, args.max_test,
+                      args.sets.split(",") if args.sets else None)
+    results = args.results_dir or args.work / f"store-{args.tune}"
+    acc: dict = {m: {} for m in models}
+    secs: dict = {m: {} for m in models}
+    if args.baseline:
+        old = json.loads(args.baseline.read_text())
+        for model in old["acc"]:
+            if model not in models:
+                acc[model] = {s: v for s, v in old["acc"][model].items() if s in sets}
+                secs[model] = {s: v for s, v in old["secs"][model].items() if s in sets}
+    for name, (train, test, n, d, c) in sets.items():
+        for model in models:
+            start = time.perf_counter()
+            try:
+                record = run_one(train, test, model, results, args.tune)
+            except Exception as err:
+                print(f"{name:14s} {model:9s} FAILED {' '.join(str(err).split())[:120]}",
+                      flush=True)
+                continue
+            acc[model][name] = 100 * record["metrics"]["test_accuracy"]
+            secs[model][name] = fit_seconds(record)
+            print(f"{name:14s} n={n:5d} d={d:3d} c={c:2d} {model:9s} "
+                  f"acc {acc[model][name]:6.2f}  fit {secs[model][name]:7.2f}s "
+                  f"(wall {time.perf_counter() - start:6.1f}s)", flush=True)
+    lines = [f"# yardstick: tune={args.tune}, {len(sets)} sets "
+             f"(max_train {args.max_train}), models {', '.join(models)}",
+             "| model | sets | mean gap to kernel (points) | worst gap | >= nystroem | "
+             "median time / kernel | time / kernel on sets >= 3000 rows (max) |",
+             "|---|---|---|---|---|---|---|"]
+    for model in acc:
+        common = [s for s in acc[model] if s in acc.get("kernel", {})]
+        gaps = [acc[model][s] - acc["kernel"][s] for s in common]
+        ny = [s for s in acc[model] if s in acc.get("nystroem", {})]
+        wins = sum(acc[model][s] >= acc["nystroem"][s] - 1e-9 for s in ny)
+        ratios = [secs[model][s] / max(secs["kernel"][s], 1e-9) for s in common]
+        big = [secs[model][s] / max(secs["kernel"][s], 1e-9) for s in common
+               if sets[s][2] >= 3000]
+        lines.append(
+            f"| {model} | {len(acc[model])} | "
+            f"{statistics.mean(gaps):+.2f} | {min(gaps):+.2f} | " if gaps else
+            f"| {model} | {len(acc[model])} | - | - | ")
+        lines[-1] += (f"{wins} of {len(ny)} | " if ny else "- | ")
+        lines[-1] += (f"{statistics.median(ratios):.2f} | " if ratios else "- | ")
+        lines[-1] += (f"{max(big):.2f} |" if big else "- |")
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table + "\n")
+        args.out.with_suffix(".json").write_text(json.dumps({"acc": acc, "secs": secs},
+                                                            indent=1))
+
+
+if __name__ == "__main__":
+    main()

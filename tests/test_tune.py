@@ -1,0 +1,171 @@
+"""Hyper-parameter selection on training rows (llc_bench/experiment/tune.py, tune=auto)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, compose_run
+
+from llc_bench.errors import ConfigError
+from llc_bench.experiment.results import config_hash
+from llc_bench.experiment.runner import build_estimator, prepare_config, run_experiment
+from llc_bench.experiment.tune import resolve, search_space, select, with_params
+
+
+def _csv(path: Path, X, y) -> Path:
+    lines = ["a,b,label"] + [f"{float(a)!r},{float(b)!r},{'yes' if t else 'no'}" for (a, b), t in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _xor(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    return X, X[:, 0] * X[:, 1] > 0
+
+
+def _run(tmp_path, *overrides, echo=lambda line: None):
+    return run_experiment(compose_run(*overrides, tmp_path=tmp_path), echo=echo)
+
+
+@pytest.fixture
+def files(tmp_path):
+    X, y = _xor(400, 0)
+    X_te, y_te = _xor(200, 1)
+    return (_csv(tmp_path / "train.csv", X, y), _csv(tmp_path / "test.csv", X_te, y_te),
+            tmp_path)
+
+
+SMALL = ("tune.trials=6", "tune.budget_s=null")
+
+
+def test_own_files_are_tuned_by_default_and_the_record_holds_the_trials(files):
+    train, test, tmp = files
+    lines = []
+    record = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
+                  "model=llsvm", *SMALL, echo=lines.append)
+    tune = record["tune"]
+    assert tune["n_trials"] == 6 and len(tune["trials"]) == 6
+    assert tune["protocol"] == "5-fold" and tune["rows"] == 400
+    assert set(tune["chosen"]) == set(search_space("llsvm"))
+    # the model's own setting is the first trial; the choice is the best validation score
+    assert tune["trials"][0]["params"]["coding.n_anchors"] == 100
+    best = max(t["score"] for t in tune["trials"] if t["folds_scored"] == 5)
+    assert tune["validation_accuracy"] == pytest.approx(best)
+    assert record["timings"]["tune"] == pytest.approx(tune["seconds"])
+    assert record["config"]["tune"]["trials"] == 6
+    assert any(line.startswith("tune    6 trials (5-fold on 400") for line in lines)
+    assert "(+ tune " in lines[-1] and "(tuned)" in "\n".join(lines)
+    # the final model is the chosen setting, fitted on all training rows
+    size = record["model_size"]
+    assert size["n_anchors"] == min(tune["chosen"]["coding.n_anchors"], 400)
+
+
+def test_selection_never_reads_the_test_split(files):
+    """A poisoned test file (other rows, labels flipped) changes nothing in the selection."""
+    train, test, tmp = files
+    X_te, y_te = _xor(200, 7)
+    poisoned = _csv(tmp / "poisoned.csv", X_te * 50, ~y_te)
+    a = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
+             "model=llsvm", *SMALL)["tune"]
+    b = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={poisoned}",
+             "model=llsvm", *SMALL)["tune"]
+    assert a["chosen"] == b["chosen"]
+    assert [t["score"] for t in a["trials"]] == [t["score"] for t in b["trials"]]
+
+
+def test_same_seed_same_choice_other_seed_other_trials(tmp_path):
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL, tmp_path=tmp_path)
+    prepare_config(config)
+    X, y = _xor(300, 0)
+    y = np.where(y, 1, -1)
+    first = select(config, X, y, build_estimator)
+    second = select(config, X, y, build_estimator)
+    assert first[0] == second[0]
+    strip = [[(t["params"], t["score"]) for t in r[1]["trials"]] for r in (first, second)]
+    assert strip[0] == strip[1]
+    other = select({**config, "seed": 1}, X, y, build_estimator)
+    assert [t["params"] for t in other[1]["trials"]][1:] != [t["params"] for t in
+                                                            first[1]["trials"]][1:]
+
+
+def test_budget_is_respected(tmp_path):
+    X, y = _xor(600, 0)
+    y = np.where(y, 1, -1)
+    warm = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=2",
+                       tmp_path=tmp_path)
+    select(prepare_config(warm), X, y, build_estimator)  # imports and kernels loaded
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
+                         "tune.budget_s=2", tmp_path=tmp_path)
+    _, report = select(prepare_config(config), X, y, build_estimator)
+    assert report["stopped_by"] == "budget" and report["n_trials"] >= 3
+    assert report["seconds"] <= 2 * 1.2
+
+
+def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
+    """tune=off (and auto where a preset applies) is the run from before tuning existed:
+    its config has no tune block, so its key is a committed record's."""
+    committed = {p.stem for p in (REPO / "results" / "runs").glob("*.json")}
+    for overrides in (["model=llsvm", "dataset=banana"],         # a preset: auto is off
+                      ["model=linear", "dataset=banana"],        # its own grid CV
+                      ["model=llsvm", "dataset=banana", "tune=off"]):
+        config = prepare_config(compose_run(*overrides, tmp_path=tmp_path))
+        assert config["tune"] is None
+        assert config_hash(config) in committed, overrides
+    off = prepare_config(compose_run("model=ml3", "dataset=heart", "tune=off",
+                                     tmp_path=tmp_path))
+    auto = prepare_config(compose_run("model=ml3", "dataset=heart", tmp_path=tmp_path))
+    assert off["tune"] is None and auto["tune"]["space"]
+    assert config_hash(off) != config_hash(auto)
+
+
+def test_keys_on_the_command_line_are_not_searched(tmp_path):
+    config = compose_run("model=llsvm", "dataset=heart", tmp_path=tmp_path)
+    resolved = resolve(json.loads(json.dumps(config)), fixed=("trainer.lambda_", "coding.k"))
+    assert set(resolved["tune"]["space"]) == {"coding.n_anchors", "coding.power"}
+    every = resolve(json.loads(json.dumps(config)), fixed=tuple(search_space("llsvm")))
+    assert every["tune"] is None
+    assert resolve(json.loads(json.dumps(config)), fixed=("*",))["tune"] is None
+
+
+def test_a_one_point_space_skips_selection(tmp_path, monkeypatch):
+    from llc_bench.experiment import tune
+
+    monkeypatch.setattr(tune, "search_space", lambda model: {
+        "coding.k": {"kind": "choice", "values": [4]}})
+    config = resolve(compose_run("model=llsvm", "dataset=heart", tmp_path=tmp_path))
+    assert config["tune"] is None and config["coding"]["k"] == 4
+
+
+def test_every_declared_space_matches_its_model(tmp_path):
+    """Each conf/search/<model>.yaml names keys of that model's config, and its model's
+    defaults build an estimator at every corner of the space."""
+    for path in sorted((REPO / "conf" / "search").glob("[!_]*.yaml")):
+        model = path.stem
+        config = compose_run(f"model={model}", "dataset=heart", "tune=on", tmp_path=tmp_path)
+        resolved = resolve(config)
+        corners = {key: (dim["values"] if dim["kind"] == "choice" else
+                         [dim["low"], dim["high"]])
+                   for key, dim in resolved["tune"]["space"].items()}
+        base = {key: values[0] for key, values in corners.items()}
+        for key, values in corners.items():
+            for value in values:
+                build_estimator(with_params(resolved, {**base, key: value}))
+
+
+def test_bad_tune_settings_are_one_line_errors(tmp_path):
+    for override, words in (("tune.trials=0", "tune.trials=0"),
+                            ("tune.budget_s=-1", "tune.budget_s=-1"),
+                            ("tune.folds=1", "tune.folds=1"),
+                            ("tune.holdout=1.5", "tune.holdout=1.5")):
+        config = compose_run("model=ml3", "dataset=heart", override, tmp_path=tmp_path)
+        with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
+            resolve(config)
+    config = compose_run("model=kernel", "dataset=heart", "tune=on", tmp_path=tmp_path)
+    assert resolve(config)["tune"]["space"]  # the kernel grid in the same form
+    config = compose_run("model=linear_cs", "dataset=heart", "tune=on", tmp_path=tmp_path)
+    with pytest.raises(ConfigError, match="declares no search space"):
+        resolve(config)
