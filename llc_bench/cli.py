@@ -35,6 +35,8 @@ commands:
   run        run one experiment (a Hydra app): llc-bench run dataset=ijcnn model=linear
              sweep with -m: llc-bench run -m dataset=banana,magic04 seed=0,1,2
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
+  tune       select a model's hyper-parameters on a dataset's training split and write the
+             preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
   datasets   list the datasets, show one, fetch its files, or convert them to a row store:
              llc-bench datasets [list | info NAME | fetch NAME | convert NAME]
   tables     regenerate the papers' tables beside their numbers (runs what is missing):
@@ -244,6 +246,34 @@ def datasets_command(argv: list[str]) -> None:
                 print(f"{role}: {path}")
 
 
+def tune_command(argv: list[str]) -> None:
+    """`llc-bench tune MODEL DATASET [overrides]`: select on the training split, write the
+    preset conf/tuned/<model>_<dataset>.yaml."""
+    import argparse
+
+    from llc_bench.experiment.tuning import tune_preset
+
+    parser = argparse.ArgumentParser(
+        prog="llc-bench tune",
+        description="Select a model's hyper-parameters on a dataset's training split (the "
+        "procedure of tune=auto, space conf/search/MODEL.yaml) and write them as the preset "
+        "conf/tuned/MODEL_DATASET.yaml, with the command, space, budget, seed and scores in "
+        "its header. An existing preset is the first trial and is replaced only by a setting "
+        "that scores at least as well.")
+    parser.add_argument("model", help="a model preset, e.g. llsvm")
+    parser.add_argument("dataset", help="a dataset config, e.g. usps")
+    parser.add_argument("overrides", nargs="*",
+                        help="run overrides, e.g. tune.trials=60 data.mirrors=[DIR]")
+    parser.add_argument("--seed", type=int, default=0, help="split and search seed (0)")
+    parser.add_argument("--out", help="write here instead of conf/tuned/")
+    parser.add_argument("--force", action="store_true", help="replace an existing --out file")
+    args = parser.parse_args(argv)
+    path, report = tune_preset(args.model, args.dataset, seed=args.seed,
+                               overrides=tuple(args.overrides), out=args.out, force=args.force)
+    print(path.read_text(), end="")
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv and not _debug():
@@ -262,6 +292,8 @@ def main(argv: list[str] | None = None) -> None:
             run_command(rest)
         elif command == "datasets":
             datasets_command(rest)
+        elif command == "tune":
+            tune_command(rest)
         elif command in ("results", "runs"):
             from llc_bench.experiment.query import results_command
 
@@ -273,8 +305,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
         else:
-            fail(f"unknown command {command!r} (choose from: run, datasets, tables, figures, "
-                 "results)",
+            fail(f"unknown command {command!r} (choose from: run, tune, datasets, tables, "
+                 "figures, results)",
                  code=2)
     except _Stop as stop:
         _report(stop.args[0])

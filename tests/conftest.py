@@ -49,10 +49,12 @@ def compose_run(*overrides, tmp_path, mirrors=()):
     from omegaconf import OmegaConf
 
     paths = ",".join(str(p) for p in (REPO / "datasets", *mirrors))
+    # the models' defaults unless a test asks for selection (tune=auto is the CLI default)
+    tune = [] if any(o.startswith("tune=") for o in overrides) else ["tune=off"]
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose("run", overrides=[
             f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
-            f"data.mirrors=[{paths}]", "data.download=false", *overrides])
+            f"data.mirrors=[{paths}]", "data.download=false", *tune, *overrides])
     return OmegaConf.to_container(cfg, resolve=True)
 
 

@@ -16,7 +16,8 @@ from llc_bench.experiment.tune import resolve, search_space, select, with_params
 
 
 def _csv(path: Path, X, y) -> Path:
-    lines = ["a,b,label"] + [f"{float(a)!r},{float(b)!r},{'yes' if t else 'no'}" for (a, b), t in zip(X, y)]
+    lines = ["a,b,label"] + [f"{float(a)!r},{float(b)!r},{'yes' if t else 'no'}"
+                             for (a, b), t in zip(X, y, strict=True)]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -42,11 +43,18 @@ def files(tmp_path):
 SMALL = ("tune.trials=6", "tune.budget_s=null")
 
 
+def test_auto_is_the_default():
+    import yaml
+
+    defaults = yaml.safe_load((REPO / "conf" / "run.yaml").read_text())["defaults"]
+    assert {"tune": "auto"} in defaults
+
+
 def test_own_files_are_tuned_by_default_and_the_record_holds_the_trials(files):
     train, test, tmp = files
     lines = []
     record = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
-                  "model=llsvm", *SMALL, echo=lines.append)
+                  "model=llsvm", "tune=auto", *SMALL, echo=lines.append)
     tune = record["tune"]
     assert tune["n_trials"] == 6 and len(tune["trials"]) == 6
     assert tune["protocol"] == "5-fold" and tune["rows"] == 400
@@ -70,9 +78,9 @@ def test_selection_never_reads_the_test_split(files):
     X_te, y_te = _xor(200, 7)
     poisoned = _csv(tmp / "poisoned.csv", X_te * 50, ~y_te)
     a = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
-             "model=llsvm", *SMALL)["tune"]
+             "model=llsvm", "tune=auto", *SMALL)["tune"]
     b = _run(tmp, "dataset=file", f"dataset.train={train}", f"dataset.test={poisoned}",
-             "model=llsvm", *SMALL)["tune"]
+             "model=llsvm", "tune=auto", *SMALL)["tune"]
     assert a["chosen"] == b["chosen"]
     assert [t["score"] for t in a["trials"]] == [t["score"] for t in b["trials"]]
 
@@ -109,21 +117,22 @@ def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
     """tune=off (and auto where a preset applies) is the run from before tuning existed:
     its config has no tune block, so its key is a committed record's."""
     committed = {p.stem for p in (REPO / "results" / "runs").glob("*.json")}
-    for overrides in (["model=llsvm", "dataset=banana"],         # a preset: auto is off
-                      ["model=linear", "dataset=banana"],        # its own grid CV
+    for overrides in (["model=llsvm", "dataset=banana", "tune=auto"],  # a preset: no search
+                      ["model=linear", "dataset=banana", "tune=auto"],  # its own grid CV
                       ["model=llsvm", "dataset=banana", "tune=off"]):
         config = prepare_config(compose_run(*overrides, tmp_path=tmp_path))
         assert config["tune"] is None
         assert config_hash(config) in committed, overrides
     off = prepare_config(compose_run("model=ml3", "dataset=heart", "tune=off",
                                      tmp_path=tmp_path))
-    auto = prepare_config(compose_run("model=ml3", "dataset=heart", tmp_path=tmp_path))
+    auto = prepare_config(compose_run("model=ml3", "dataset=heart", "tune=auto",
+                                      tmp_path=tmp_path))
     assert off["tune"] is None and auto["tune"]["space"]
     assert config_hash(off) != config_hash(auto)
 
 
 def test_keys_on_the_command_line_are_not_searched(tmp_path):
-    config = compose_run("model=llsvm", "dataset=heart", tmp_path=tmp_path)
+    config = compose_run("model=llsvm", "dataset=heart", "tune=auto", tmp_path=tmp_path)
     resolved = resolve(json.loads(json.dumps(config)), fixed=("trainer.lambda_", "coding.k"))
     assert set(resolved["tune"]["space"]) == {"coding.n_anchors", "coding.power"}
     every = resolve(json.loads(json.dumps(config)), fixed=tuple(search_space("llsvm")))
@@ -136,7 +145,8 @@ def test_a_one_point_space_skips_selection(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tune, "search_space", lambda model: {
         "coding.k": {"kind": "choice", "values": [4]}})
-    config = resolve(compose_run("model=llsvm", "dataset=heart", tmp_path=tmp_path))
+    config = resolve(compose_run("model=llsvm", "dataset=heart", "tune=auto",
+                                 tmp_path=tmp_path))
     assert config["tune"] is None and config["coding"]["k"] == 4
 
 
@@ -161,7 +171,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
                             ("tune.folds=1", "tune.folds=1"),
                             ("tune.holdout=1.5", "tune.holdout=1.5")):
-        config = compose_run("model=ml3", "dataset=heart", override, tmp_path=tmp_path)
+        config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
+                             tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
             resolve(config)
     config = compose_run("model=kernel", "dataset=heart", "tune=on", tmp_path=tmp_path)
@@ -169,3 +180,26 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
     config = compose_run("model=linear_cs", "dataset=heart", "tune=on", tmp_path=tmp_path)
     with pytest.raises(ConfigError, match="declares no search space"):
         resolve(config)
+
+
+def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
+    from omegaconf import OmegaConf
+
+    from llc_bench.cli import main
+
+    out = tmp_path / "llsvm_xor.yaml"
+    args = ["tune", "llsvm", "xor", "tune.trials=5", "tune.budget_s=null",
+            f"data.home={tmp_path / 'home'}", "--out", str(out)]
+    main(args)
+    text = out.read_text()
+    assert text.startswith("# @package _global_\n# Chosen by `llc-bench tune llsvm xor --seed 0 "
+                           "tune.trials=5 tune.budget_s=null")
+    assert "the best of 5 trials" in text and "Space: conf/search/llsvm.yaml" in text
+    assert "Validation accuracy: chosen " in text
+    body = OmegaConf.to_container(OmegaConf.load(out))
+    assert set(body) == {"trainer", "coding"} and "lambda_" in body["trainer"]
+    with pytest.raises(SystemExit):  # an existing --out file needs --force
+        main(args)
+    assert "exists: pass --force" in capsys.readouterr().err
+    main([*args, "--force"])  # the same seed: the same choice
+    assert OmegaConf.to_container(OmegaConf.load(out)) == body

@@ -60,16 +60,15 @@ def file_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write_json(path: Path, payload: Mapping) -> None:
-    """Write ``payload`` as strict JSON (a NaN or inf is a ValueError) to ``path`` so
-    readers never see a partial file."""
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so readers never see a partial file (a temporary file in
+    the same directory, fsync, ``os.replace``), with the mode the umask allows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(payload, handle, indent=1, sort_keys=False, allow_nan=False)
-            handle.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
             handle.flush()
             os.fchmod(handle.fileno(), file_mode())
             os.fsync(handle.fileno())
@@ -77,6 +76,13 @@ def atomic_write_json(path: Path, payload: Mapping) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_json(path: Path, payload: Mapping) -> None:
+    """Write ``payload`` as strict JSON (a NaN or inf is a ValueError) to ``path`` so
+    readers never see a partial file."""
+    atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False, allow_nan=False)
+                      + "\n")
 
 
 class ResultsStore:

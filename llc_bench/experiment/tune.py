@@ -271,7 +271,8 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         scores = []
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(parts):
-                if _over_budget(fold_seconds):  # a fold that would end past the budget
+                if any(done) and _over_budget(fold_seconds):  # would end past the budget (the
+                    # first trial, the defaults, always completes: something to choose)
                     trial.study.stop()
                     raise optuna.TrialPruned()
                 t_fold = time.perf_counter()
@@ -281,12 +282,14 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
                 if step + 1 < len(parts) and trial.should_prune():
                     raise optuna.TrialPruned()
         finally:
+            done.append(len(scores) == len(parts))
             records.append({"number": trial.number, "params": params,
                             "score": float(np.mean(scores)) if scores else None,
                             "folds_scored": len(scores), "seconds": time.perf_counter() - t})
         return float(np.mean(scores))
 
     fold_seconds: list[float] = []
+    done: list[bool] = []  # per trial: all its folds scored
 
     def _over_budget(seconds) -> bool:
         """Whether one more fold (as long as the longest of the last ten) would end past

@@ -150,3 +150,88 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=None,
+                force: bool = False, echo=print) -> tuple[Path, dict]:
+    """``llc-bench tune MODEL DATASET``: run the selection of ``tune=on`` on the dataset's
+    training split and write ``conf/tuned/<model>_<dataset>.yaml`` (or ``out``) with a
+    header that holds the command, the space, the budget, the seed and the scores.
+
+    An existing preset is the first trial (where its values lie in the space), so the
+    header gives its validation score beside the new one; its keys outside the space are
+    kept; it is replaced only when the new setting scores at least as well."""
+    import shlex
+
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llc_bench.data import load_dataset
+    from llc_bench.experiment.results import atomic_write_text
+    from llc_bench.experiment.runner import build_estimator, prepare_config
+    from llc_bench.experiment.tune import select
+
+    preset = REPO_CONF / "tuned" / f"{model}_{dataset}.yaml"  # what a run composes now
+    out = Path(out) if out else preset
+    if out != preset and out.exists() and not force:
+        raise ConfigError(f"{out} exists: pass --force to replace it")
+    old = OmegaConf.to_container(OmegaConf.load(preset)) if preset.is_file() else {}
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
+                                        "tune=on", *overrides])
+    config = prepare_config(OmegaConf.to_container(cfg, resolve=True),
+                            fixed=tuple(o.split("=", 1)[0].lstrip("+~") for o in overrides
+                                        if "=" in o and not o.startswith("tune.")))
+    if not config.get("tune"):
+        raise ConfigError(f"model {model}: nothing to search (every key of its space is "
+                          "fixed on the command line)")
+    data = config.get("data") or {}
+    ds = load_dataset(config["dataset"], seed=seed, home=data.get("home"),
+                      mirrors=tuple(data.get("mirrors") or ()),
+                      download=bool(data.get("download", True)))
+    chosen, report = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
+    first = report["trials"][0]
+    hand = None
+    if old and first["number"] == 0 and first["folds_scored"] and all(
+            _nested_get(old, k) in (None, v) for k, v in first["params"].items()):
+        hand = first["score"]
+    if hand is not None and report["validation_accuracy"] < hand:
+        chosen = first["params"]  # never worse on validation than the preset it replaces
+    body = _merge(old, _nested(chosen))
+    budget = report["budget"]
+    command = " ".join(["llc-bench", "tune", model, dataset, f"--seed {seed}",
+                        *(shlex.quote(o) for o in overrides)])
+    header = [
+        "# @package _global_",
+        f"# Chosen by `{command}` (llc_bench/experiment/tune.py): the best of "
+        f"{report['n_trials']} trials ({report['n_pruned']} pruned),",
+        f"# {report['protocol']} on the {report['rows']} training rows (split seed {seed}; "
+        f"the test data never seen), budget {budget['trials']} trials / "
+        f"{budget['budget_s']} s, stopped by {report['stopped_by']}, "
+        f"{report['seconds']:.1f} s.",
+        f"# Space: conf/search/{model}.yaml ({', '.join(report['space'])}).",
+        f"# Validation accuracy: chosen {100 * report['validation_accuracy']:.2f}%"
+        + (f", the preset it replaces {100 * hand:.2f}%" if hand is not None else
+           ", no earlier preset scored (none, or outside the space)") + ".",
+    ]
+    if report["at_edge"]:
+        header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
+    atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
+    return out, {**report, "hand_validation_accuracy": hand}
+
+
+def _nested_get(tree: dict, dotted: str):
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _merge(base: dict, new: dict) -> dict:
+    out = dict(base)
+    for key, value in new.items():
+        out[key] = (_merge(out[key], value) if isinstance(value, dict)
+                    and isinstance(out.get(key), dict) else value)
+    return out

@@ -12,12 +12,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
-import os
 import re
-import tempfile
 from pathlib import Path
 
-from llc_bench.experiment.results import file_mode
+from llc_bench.experiment.results import atomic_write_text
 
 VERDICT_CLASSES = {"✓": "within", "▲": "better", "▼": "worse"}
 STYLE = """
@@ -153,16 +151,7 @@ def write_report(tables_dir, figures_dir, path, order: list[str] | None = None,
             f"<code>{html.escape(str(figures_dir))}</code>.</p>"
             f"<nav>{nav}</nav>"
             + "\n".join(parts) + "</body></html>\n")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-            os.fchmod(handle.fileno(), file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, page)
     return path
 
 
