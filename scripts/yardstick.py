@@ -136,6 +136,8 @@ def main(argv=None) -> None:
     parser.add_argument("--tune", default="default", help="off | auto | default (as a user)")
     parser.add_argument("--work", default="/tmp/llc-yardstick", type=Path)
     parser.add_argument("--results-dir", default=None, type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an extra run override for every run, e.g. tune.trials=20")
     parser.add_argument("--max-train", type=int, default=4000)
     parser.add_argument("--max-test", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None,
@@ -160,7 +162,7 @@ def main(argv=None) -> None:
         for model in models:
             start = time.perf_counter()
             try:
-                record = run_one(train, test, model, results, args.tune)
+                record = run_one(train, test, model, results, args.tune, args.set)
             except Exception as err:
                 print(f"{name:14s} {model:9s} FAILED {' '.join(str(err).split())[:120]}",
                       flush=True)
