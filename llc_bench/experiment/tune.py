@@ -39,7 +39,7 @@ from llc_bench.errors import ConfigError
 
 MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
-RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows")
+RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se")
 
 
 def _conf_dir() -> Path:
@@ -172,6 +172,10 @@ def _check_settings(s: dict) -> None:
         bad("holdout", "a fraction in (0, 1)")
     if not isinstance(s["holdout_min_rows"], int) or s["holdout_min_rows"] < 0:
         bad("holdout_min_rows", "an integer >= 0")
+    se = s["keep_default_se"]
+    if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
+                           or not 0 <= se < math.inf):
+        bad("keep_default_se", "a number >= 0 (0: always the best trial)")
 
 
 def _splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
@@ -322,11 +326,13 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     if not complete:
         raise ConfigError(f"tune: none of the {len(study.trials)} trials completed "
                           f"(first failure: {_first_failure(study)})")
-    best = study.best_trial
+    best, kept = _keep_default(study, first, sum(len(va) for _, va in splits),
+                               float(tune.get("keep_default_se") or 0.0))
     chosen = {key: best.params[key] for key in space}
     report = {
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
+        "kept_default": kept,
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
         "stopped_by": ("trials" if trials_max is not None and len(study.trials) >= trials_max
@@ -345,6 +351,23 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
              + ", ".join(f"{k}={_short(v)}" for k, v in chosen.items())
              + f" (val acc {100 * best.value:.2f}%)")
     return chosen, report
+
+
+def _keep_default(study, first, n_validation: int, n_se: float):
+    """The best trial, or the defaults' (trial 0) when the best beats it by no more than
+    ``n_se`` standard errors of a validation accuracy on ``n_validation`` rows: a margin
+    that size is within the noise of the validation rows, and the best of many noisy
+    scores overstates its setting (the winner's curse).  Returns (trial, kept_default)."""
+    best = study.best_trial
+    default = study.trials[0]
+    if (first is None or n_se <= 0 or default.state.name != "COMPLETE"
+            or best.number == default.number):
+        return best, False
+    p = min(max(best.value, 0.5 / n_validation), 1 - 0.5 / n_validation)
+    margin = n_se * math.sqrt(p * (1 - p) / n_validation)
+    if best.value - default.value <= margin:
+        return default, True
+    return best, False
 
 
 def _first_failure(study) -> str:
