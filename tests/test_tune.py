@@ -107,10 +107,10 @@ def test_budget_is_respected(tmp_path):
                        tmp_path=tmp_path)
     select(prepare_config(warm), X, y, build_estimator)  # imports and kernels loaded
     config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
-                         "tune.budget_s=2", tmp_path=tmp_path)
+                         "tune.budget_s=3", tmp_path=tmp_path)
     _, report = select(prepare_config(config), X, y, build_estimator)
     assert report["stopped_by"] == "budget" and report["n_trials"] >= 3
-    assert report["seconds"] <= 2 * 1.2
+    assert report["seconds"] <= 3 * 1.2
 
 
 def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):

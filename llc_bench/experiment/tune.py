@@ -241,73 +241,87 @@ def _edges(space: Mapping, chosen: Mapping) -> list[str]:
     return edges
 
 
-def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
-    """The setting of ``config["tune"]["space"]`` with the best validation accuracy on
-    ``(X, y)`` (training rows only), and the report for the record.
+class _Objective:
+    """One trial: a setting fitted and scored on every split (pruned when its first splits
+    are poor, stopped when one more fit would end past the budget); keeps a record of each
+    trial for the run record."""
 
-    ``build(config)`` returns an unfitted estimator for a run config.
-    """
+    def __init__(self, config: Mapping, build: Callable, parts: list, started: float):
+        self.config, self.build, self.parts, self.started = config, build, parts, started
+        self.budget = config["tune"]["budget_s"]
+        self.fold_seconds: list[float] = []
+        self.records: list[dict] = []
+
+    def over_budget(self) -> bool:
+        """Whether one more fit (as long as the longest of the last ten, the first left out:
+        it may hold one-off warm-up) would end past the budget.  The first trial (the
+        defaults) always completes, so there is always something to choose."""
+        if self.budget is None or not any(r["folds_scored"] == len(self.parts)
+                                          for r in self.records):
+            return False
+        recent = self.fold_seconds[1:][-10:] or self.fold_seconds
+        return time.perf_counter() - self.started + max(recent) > float(self.budget)
+
+    def stop_on_budget(self, study, _trial) -> None:
+        if self.over_budget():
+            study.stop()
+
+    def __call__(self, trial) -> float:
+        import optuna
+        from sklearn.base import clone
+
+        from llc_bench.experiment.metrics import accuracy
+
+        t = time.perf_counter()
+        space = self.config["tune"]["space"]
+        params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
+        estimator = self.build(with_params(self.config, params))
+        if "history" in estimator.get_params():
+            estimator.set_params(history=False)  # monitoring only: the numbers are the same
+        scores: list[float] = []
+        try:
+            for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
+                if self.over_budget():
+                    trial.study.stop()
+                    raise optuna.TrialPruned()
+                t_fit = time.perf_counter()
+                scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
+                self.fold_seconds.append(time.perf_counter() - t_fit)
+                trial.report(float(np.mean(scores)), step)
+                if step + 1 < len(self.parts) and trial.should_prune():
+                    raise optuna.TrialPruned()
+        finally:
+            self.records.append({"number": trial.number, "params": params,
+                                 "score": float(np.mean(scores)) if scores else None,
+                                 "folds_scored": len(scores),
+                                 "seconds": time.perf_counter() - t})
+        return float(np.mean(scores))
+
+
+def _optuna():
     import logging
 
     logging.getLogger("alembic").setLevel(logging.WARNING)  # optuna's import logs at INFO
     with warnings.catch_warnings():  # SQLAlchemy's 2.0 notice on optuna 2.x's import
         warnings.simplefilter("ignore")
         import optuna
-    from sklearn.base import clone
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
 
+
+def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
+    """The setting of ``config["tune"]["space"]`` chosen on ``(X, y)`` (training rows
+    only), and the report for the record.  ``build(config)`` returns an unfitted estimator
+    for a run config."""
     from llc_bench.coding.anchors import anchor_memo
-    from llc_bench.experiment.metrics import accuracy
 
+    optuna = _optuna()
     tune, seed = config["tune"], int(config["seed"])
     space = tune["space"]
     protocol, splits = _splits(X, y, tune, seed)
-    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
-    trials_max, budget = tune["trials"], tune["budget_s"]
     started = time.perf_counter()
-    records: list[dict] = []
-
-    def objective(trial):
-        t = time.perf_counter()
-        params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
-        estimator = build(with_params(config, params))
-        if "history" in estimator.get_params():
-            estimator.set_params(history=False)
-        scores = []
-        try:
-            for step, (X_tr, y_tr, X_va, y_va) in enumerate(parts):
-                if any(done) and _over_budget(fold_seconds):  # would end past the budget (the
-                    # first trial, the defaults, always completes: something to choose)
-                    trial.study.stop()
-                    raise optuna.TrialPruned()
-                t_fold = time.perf_counter()
-                scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
-                fold_seconds.append(time.perf_counter() - t_fold)
-                trial.report(float(np.mean(scores)), step)
-                if step + 1 < len(parts) and trial.should_prune():
-                    raise optuna.TrialPruned()
-        finally:
-            done.append(len(scores) == len(parts))
-            records.append({"number": trial.number, "params": params,
-                            "score": float(np.mean(scores)) if scores else None,
-                            "folds_scored": len(scores), "seconds": time.perf_counter() - t})
-        return float(np.mean(scores))
-
-    fold_seconds: list[float] = []
-    done: list[bool] = []  # per trial: all its folds scored
-
-    def _over_budget(seconds) -> bool:
-        """Whether one more fold (as long as the longest of the last ten) would end past
-        the budget."""
-        if budget is None or not seconds:
-            return False
-        recent = seconds[1:][-10:] or seconds  # the first fold may hold one-off warm-up
-        return time.perf_counter() - started + max(recent) > float(budget)
-
-    def stop_on_budget(study, _trial):
-        if _over_budget(fold_seconds[-len(parts):] and [sum(fold_seconds[-len(parts):])]):
-            study.stop()
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    objective = _Objective(config, build, [(X[tr], y[tr], X[va], y[va]) for tr, va in splits],
+                           started)
     study = optuna.create_study(
         direction="maximize",
         sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=8),
@@ -319,7 +333,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
             warnings.simplefilter("ignore")
             study.enqueue_trial(first)
     with anchor_memo():
-        study.optimize(objective, n_trials=trials_max, callbacks=[stop_on_budget],
+        study.optimize(objective, n_trials=tune["trials"], callbacks=[objective.stop_on_budget],
                        catch=(ValueError, ArithmeticError, np.linalg.LinAlgError))
     seconds = time.perf_counter() - started
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
@@ -335,21 +349,25 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "kept_default": kept,
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
-        "stopped_by": ("trials" if trials_max is not None and len(study.trials) >= trials_max
-                       and not _over_budget(fold_seconds) else "budget"),
-        "budget": {"trials": trials_max, "budget_s": budget}, "seconds": seconds,
-        "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}), defaults first"
-                   if first is not None else f"optuna {optuna.__version__} "
-                   f"TPESampler(seed={seed})",
-        "pruner": "SuccessiveHalvingPruner over folds (min_resource 1, reduction 3)",
+        "stopped_by": ("trials" if tune["trials"] is not None
+                       and len(study.trials) >= tune["trials"] and not objective.over_budget()
+                       else "budget"),
+        "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]}, "seconds": seconds,
+        "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
+                   + (", the defaults first" if first is not None else ""),
+        "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
+        "keep_default_se": tune.get("keep_default_se"),
         "at_edge": _edges(space, chosen),
-        "trials": records,
+        "trials": objective.records,
     }
     if echo is not None:
         echo(f"tune    {len(study.trials)} trials ({protocol} on {len(y)} training rows, "
              f"{report['n_pruned']} pruned) in {seconds:.1f}s: "
              + ", ".join(f"{k}={_short(v)}" for k, v in chosen.items())
-             + f" (val acc {100 * best.value:.2f}%)")
+             + f" (val acc {100 * best.value:.2f}%"
+             + (f", the defaults kept: the best was within {tune['keep_default_se']} standard "
+                "error(s)" if kept else "")
+             + ")")
     return chosen, report
 
 
