@@ -203,3 +203,20 @@ def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
     assert "exists: pass --force" in capsys.readouterr().err
     main([*args, "--force"])  # the same seed: the same choice
     assert OmegaConf.to_container(OmegaConf.load(out)) == body
+
+
+def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
+    X, y = _xor(300, 0)
+    y = np.where(y, 1, -1)
+    runs = {}
+    for se in (0, 1000):
+        config = compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL,
+                             f"tune.keep_default_se={se}", tmp_path=tmp_path)
+        runs[se] = select(prepare_config(config), X, y, build_estimator)[1]
+    best = max((t for t in runs[0]["trials"] if t["folds_scored"] == 5),
+               key=lambda t: t["score"])
+    assert runs[0]["chosen"] == best["params"] and not runs[0]["kept_default"]
+    # an absurd margin: nothing beats the defaults (trial 0) by it
+    assert runs[1000]["kept_default"] and runs[1000]["best_trial"] == 0
+    assert runs[1000]["chosen"] == runs[1000]["trials"][0]["params"]
+    assert runs[1000]["chosen"]["coding.n_anchors"] == 100
