@@ -1,0 +1,133 @@
+"""Re-derive the hand-made presets of ``conf/tuned/`` with ``llc-bench tune``.
+
+For every ``conf/tuned/<model>_<dataset>.yaml`` it estimates the cost of the selection from
+the store's records of the same model and dataset (the median fit time of a table run,
+times the fits the selection makes: ``trials`` x the folds, or x 1 with a held-out
+fraction), and with ``--run`` tunes those whose estimate is at most ``--max-minutes``
+into ``--out`` (a scratch folder, never ``conf/tuned/`` itself), printing per preset the
+hand setting's and the chosen setting's validation accuracy (the hand preset is the first
+trial on the same splits).  ``--replace`` then copies a regenerated file over its preset
+when it scores at least as well; the table cells it feeds must be rebuilt afterwards
+(``llc-bench tables``: their config hash changes).
+
+    python scripts/regenerate_presets.py                      # the plan, with estimates
+    python scripts/regenerate_presets.py --run --max-minutes 10 --mirror ../shared/datasets \
+        --set tune.budget_s=600
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CONF = REPO / "conf"
+
+
+def presets() -> list[tuple[str, str, Path]]:
+    """(model, dataset, path) of every preset; a name splits at the longest model prefix."""
+    models = sorted((p.stem for p in (CONF / "model").glob("*.yaml")), key=len, reverse=True)
+    out = []
+    for path in sorted((CONF / "tuned").glob("*.yaml")):
+        model = next((m for m in models if path.stem.startswith(m + "_")), None)
+        if model is not None:
+            out.append((model, path.stem[len(model) + 1:], path))
+    return out
+
+
+def fit_seconds(results_dir: Path, model: str, dataset: str) -> tuple[float | None, int]:
+    """The median fit time (``train``: the chosen model's fit) of the store's test-split runs,
+    and their median training rows."""
+    from llc_bench.errors import LLCBenchError
+    from llc_bench.experiment.query import records_frame
+
+    try:
+        frame = records_frame(results_dir, datasets=[dataset], models=[model])
+    except LLCBenchError:
+        return None, 0
+    if "dataset.validation" in frame:
+        frame = frame[frame["dataset.validation"].isna()]
+    if frame.empty:
+        return None, 0
+    times = [t for t in frame["train_seconds"] if t == t]
+    rows = int(frame["n_train"].median())
+    return (statistics.median(times) if times else None), rows
+
+
+def estimate(seconds: float | None, rows: int, trials: int, folds: int, holdout_min: int):
+    if seconds is None:
+        return None
+    fits = trials * (1 if rows >= holdout_min else folds * 0.6)  # ~40 % of folds pruned
+    return seconds * fits * (0.75 if rows >= holdout_min else 0.8)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results-dir", type=Path, default=REPO / "results")
+    parser.add_argument("--run", action="store_true", help="tune the affordable presets")
+    parser.add_argument("--max-minutes", type=float, default=10.0)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/llc-presets"))
+    parser.add_argument("--mirror", action="append", default=[])
+    parser.add_argument("--only", default=None, help="comma-separated preset names")
+    parser.add_argument("--replace", action="store_true",
+                        help="copy each regenerated file that scores at least as well")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra overrides, e.g. tune.trials=60")
+    args = parser.parse_args(argv)
+    from omegaconf import OmegaConf
+
+    tune = OmegaConf.load(CONF / "tune" / "auto.yaml")
+    sets = dict(s.split("=", 1) for s in args.set)
+    trials = int(sets.get("tune.trials", tune.trials))
+    budget = sets.get("tune.budget_s", tune.budget_s)
+    budget = None if budget in (None, "null") else float(budget)
+    only = set(args.only.split(",")) if args.only else None
+    rows_out = ["| preset | rows | est. cost | hand val acc | tuned val acc | chosen | "
+                "seconds | verdict |", "|---|---|---|---|---|---|---|---|"]
+    for model, dataset, path in presets():
+        if only and path.stem not in only:
+            continue
+        seconds, rows = fit_seconds(args.results_dir, model, dataset)
+        cost = estimate(seconds, rows, trials, tune.folds, tune.holdout_min_rows)
+        if cost is not None and budget is not None:
+            cost = min(cost, budget)  # the selection stops at its budget
+        cost_text = "unknown" if cost is None else f"{cost / 60:.1f} min"
+        if not args.run or cost is None or cost > 60 * args.max_minutes:
+            print(f"{path.stem:32s} rows {rows:7d}  estimated {cost_text}"
+                  + ("  (skipped: over the limit)" if args.run and cost is not None else ""))
+            continue
+        from llc_bench.experiment.tuning import tune_preset
+
+        mirrors = ",".join(str(Path(m).resolve()) for m in args.mirror)
+        overrides = [*args.set, *([f"data.mirrors=[{mirrors}]"] if mirrors else []),
+                     "data.download=false"]
+        out = args.out / path.name
+        start = time.perf_counter()
+        try:
+            written, report = tune_preset(model, dataset, overrides=overrides, out=out,
+                                          force=True, echo=lambda line: None)
+        except Exception as err:  # report and go on with the next preset
+            print(f"{path.stem:32s} FAILED {' '.join(str(err).split())[:160]}")
+            continue
+        hand, new = report["hand_validation_accuracy"], report["validation_accuracy"]
+        better = hand is None or new >= hand
+        verdict = ("no hand score" if hand is None else
+                   "kept the hand setting" if report["kept_default"] else
+                   "replace" if better else "keep the hand preset")
+        rows_out.append(
+            f"| {path.stem} | {report['rows']} | {cost_text} | "
+            + ("-" if hand is None else f"{100 * hand:.2f}") + f" | {100 * new:.2f} | "
+            + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                        for k, v in report["chosen"].items())
+            + f" | {time.perf_counter() - start:.0f} | {verdict} |")
+        print(rows_out[-1], flush=True)
+        if args.replace and better and not report["kept_default"] and hand is not None:
+            shutil.copyfile(written, path)
+    print("\n".join(rows_out))
+
+
+if __name__ == "__main__":
+    main()
