@@ -220,3 +220,20 @@ def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
     assert runs[1000]["kept_default"] and runs[1000]["best_trial"] == 0
     assert runs[1000]["chosen"] == runs[1000]["trials"][0]["params"]
     assert runs[1000]["chosen"]["coding.n_anchors"] == 100
+
+
+def test_two_workers_share_one_study(tmp_path):
+    """tune.workers=2: the trials run in two processes on one SQLite study; every trial is
+    recorded once, the defaults among them, and the choice is the best complete trial."""
+    X, y = _xor(300, 0)
+    y = np.where(y, 1, -1)
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
+                         "tune.budget_s=null", "tune.workers=2", "tune.keep_default_se=0",
+                         tmp_path=tmp_path)
+    chosen, report = select(prepare_config(config), X, y, build_estimator)
+    numbers = [t["number"] for t in report["trials"]]
+    assert report["workers"] == 2 and len(numbers) == len(set(numbers)) >= 8
+    assert report["trials"][0]["params"]["coding.n_anchors"] == 100   # the defaults
+    best = max((t for t in report["trials"] if t["folds_scored"] == 5),
+               key=lambda t: (t["score"], -t["number"]))
+    assert chosen == best["params"] and report["stopped_by"] == "trials"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -39,7 +40,8 @@ from llc_bench.errors import ConfigError
 
 MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
-RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se")
+RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se",
+               "workers")
 
 
 def _conf_dir() -> Path:
@@ -172,6 +174,10 @@ def _check_settings(s: dict) -> None:
         bad("holdout", "a fraction in (0, 1)")
     if not isinstance(s["holdout_min_rows"], int) or s["holdout_min_rows"] < 0:
         bad("holdout_min_rows", "an integer >= 0")
+    workers = s["workers"]
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        bad("workers", "an integer >= 1")
     se = s["keep_default_se"]
     if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
                            or not 0 <= se < math.inf):
@@ -246,9 +252,8 @@ class _Objective:
     are poor, stopped when one more fit would end past the budget); keeps a record of each
     trial for the run record."""
 
-    def __init__(self, config: Mapping, build: Callable, parts: list, started: float):
-        self.config, self.build, self.parts, self.started = config, build, parts, started
-        self.budget = config["tune"]["budget_s"]
+    def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None):
+        self.config, self.build, self.parts, self.deadline = config, build, parts, deadline
         self.fold_seconds: list[float] = []
         self.records: list[dict] = []
 
@@ -256,11 +261,11 @@ class _Objective:
         """Whether one more fit (as long as the longest of the last ten, the first left out:
         it may hold one-off warm-up) would end past the budget.  The first trial (the
         defaults) always completes, so there is always something to choose."""
-        if self.budget is None or not any(r["folds_scored"] == len(self.parts)
-                                          for r in self.records):
+        if self.deadline is None or not any(r["folds_scored"] == len(self.parts)
+                                            for r in self.records):
             return False
         recent = self.fold_seconds[1:][-10:] or self.fold_seconds
-        return time.perf_counter() - self.started + max(recent) > float(self.budget)
+        return time.time() + max(recent) > self.deadline
 
     def stop_on_budget(self, study, _trial) -> None:
         if self.over_budget():
@@ -298,6 +303,54 @@ class _Objective:
         return float(np.mean(scores))
 
 
+def _sampler(optuna, seed: int):
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
+
+
+def _pruner(optuna):
+    return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+
+
+CATCH = (ValueError, ArithmeticError, np.linalg.LinAlgError)  # a failed trial, not a run
+
+
+def _optimize(study, config, build, parts, deadline) -> tuple[list, bool]:
+    """Trials in this process until the study holds ``tune.trials`` of them or the budget
+    ends; (this process's trial records, whether the budget stopped it)."""
+    from llc_bench.coding.anchors import anchor_memo
+
+    optuna = _optuna()
+    objective = _Objective(config, build, parts, deadline)
+    limit = config["tune"]["trials"]
+    callbacks = [objective.stop_on_budget]
+    if limit is not None:
+        with warnings.catch_warnings():  # "experimental" in optuna 2.x
+            warnings.simplefilter("ignore")
+            callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
+    with anchor_memo():
+        study.optimize(objective, n_trials=None if limit is None else limit,
+                       callbacks=callbacks, catch=CATCH)
+    return objective.records, limit is None or len(study.trials) < limit
+
+
+def _worker(storage, seed, config, build, parts, deadline) -> tuple[list, bool]:
+    """One process of a parallel selection: the shared study, a sampler of its own seed."""
+    optuna = _optuna()
+    study = optuna.load_study(study_name="tune", storage=storage,
+                              sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
+    return _optimize(study, config, build, parts, deadline)
+
+
+class _Frozen:
+    """The finished trials of a study read back from its storage (what ``select`` needs of
+    a study: ``trials`` and ``best_trial``)."""
+
+    def __init__(self, trials):
+        self.trials = list(trials)
+        complete = [t for t in self.trials if t.state.name == "COMPLETE"]
+        self.best_trial = max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+
+
 def _optuna():
     import logging
 
@@ -312,29 +365,36 @@ def _optuna():
 def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
     """The setting of ``config["tune"]["space"]`` chosen on ``(X, y)`` (training rows
     only), and the report for the record.  ``build(config)`` returns an unfitted estimator
-    for a run config."""
-    from llc_bench.coding.anchors import anchor_memo
-
+    for a run config (a module-level function: with ``tune.workers`` > 1 it is sent to
+    the worker processes)."""
     optuna = _optuna()
     tune, seed = config["tune"], int(config["seed"])
-    space = tune["space"]
+    space, workers = tune["space"], int(tune.get("workers") or 1)
     protocol, splits = _splits(X, y, tune, seed)
+    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
     started = time.perf_counter()
-    objective = _Objective(config, build, [(X[tr], y[tr], X[va], y[va]) for tr, va in splits],
-                           started)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=8),
-        pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3),
-    )
+    deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
     first = _default_trial(config, space)
-    if first is not None:
-        with warnings.catch_warnings():  # enqueue_trial is "experimental" in optuna 2.x
-            warnings.simplefilter("ignore")
-            study.enqueue_trial(first)
-    with anchor_memo():
-        study.optimize(objective, n_trials=tune["trials"], callbacks=[objective.stop_on_budget],
-                       catch=(ValueError, ArithmeticError, np.linalg.LinAlgError))
+    with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
+        storage = f"sqlite:///{Path(folder) / 'study.db'}" if workers > 1 else None
+        study = optuna.create_study(storage=storage, study_name="tune", direction="maximize",
+                                    sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
+        if first is not None:
+            with warnings.catch_warnings():  # enqueue_trial is "experimental" in optuna 2.x
+                warnings.simplefilter("ignore")
+                study.enqueue_trial(first)
+        if workers == 1:
+            records, stopped = _optimize(study, config, build, parts, deadline)
+        else:  # one shared study (SQLite), trials in `workers` processes (joblib)
+            from joblib import Parallel, delayed
+
+            done = Parallel(n_jobs=workers)(
+                delayed(_worker)(storage, seed + i, config, build, parts, deadline)
+                for i in range(workers))
+            records = sorted((r for rs, _ in done for r in rs), key=lambda r: r["number"])
+            stopped = any(s for _, s in done)
+            study = optuna.load_study(study_name="tune", storage=storage)
+            study = _Frozen(study.trials)
     seconds = time.perf_counter() - started
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
     if not complete:
@@ -349,16 +409,17 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "kept_default": kept,
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
-        "stopped_by": ("trials" if tune["trials"] is not None
-                       and len(study.trials) >= tune["trials"] and not objective.over_budget()
-                       else "budget"),
+        "stopped_by": "budget" if stopped else "trials",
+        "workers": workers,
         "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]}, "seconds": seconds,
         "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
+                   + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1}) "
+                      "on one SQLite study" if workers > 1 else "")
                    + (", the defaults first" if first is not None else ""),
         "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
         "keep_default_se": tune.get("keep_default_se"),
         "at_edge": _edges(space, chosen),
-        "trials": objective.records,
+        "trials": records,
     }
     if echo is not None:
         echo(f"tune    {len(study.trials)} trials ({protocol} on {len(y)} training rows, "
