@@ -278,3 +278,108 @@ def test_fifo_as_training_file(tmp_path, capsys):
 
 def test_missing_training_file_still_says_no_such_file(tmp_path, capsys):
     refused(tmp_path, capsys, tmp_path / "nope.csv", words=("no such file",))
+
+
+# --- 7. decimal commas -------------------------------------------------------------------
+
+@pytest.fixture
+def decimal_comma_file(tmp_path):
+    X, y = problem()
+    path = write_csv(tmp_path / "komma.csv", X, y, sep=";")
+    path.write_text(path.read_text().replace(".", ","))
+    assert "0," in path.read_text()
+    return path
+
+
+@pytest.mark.parametrize("overrides, words", [
+    (["dataset.sep=semicolon"], ["komma.csv", "decimal commas", "dataset.decimal=comma"]),
+    ([], ["komma.csv", "dataset.sep=semicolon dataset.decimal=comma"]),
+    (["dataset.sep=tab"], ["komma.csv", "dataset.sep=semicolon dataset.decimal=comma"]),
+    (["dataset.decimal=comma"], ["dataset.decimal=comma", "dataset.sep=semicolon"]),
+    (["dataset.decimal=maybe", "dataset.sep=semicolon"], ["dataset.decimal='maybe'"]),
+])
+def test_decimal_commas_are_detected_and_named(tmp_path, capsys, decimal_comma_file, overrides,
+                                               words):
+    line = data_error(tmp_path, capsys, decimal_comma_file, *overrides, words=words)
+    assert "dataset.sep=comma" not in line
+
+
+def test_decimal_comma_option_reads_the_numbers(tmp_path, capsys, decimal_comma_file):
+    record, _ = honoured(tmp_path, capsys, decimal_comma_file, "dataset.sep=semicolon",
+                         "dataset.decimal=comma")
+    point = write_csv(tmp_path / "point.csv", *problem())
+    same, _ = honoured(tmp_path, capsys, point)
+    assert record["metrics"] == same["metrics"] and record["data"]["n_features"] == 3
+
+
+# --- 8, 9. empty columns, a header naming two columns alike --------------------------------
+
+def test_trailing_empty_columns_are_named(tmp_path, capsys):
+    path = write_csv(tmp_path / "trailing.csv", *problem())
+    path.write_text("".join(line + ",,\n" for line in path.read_text().splitlines()))
+    line = data_error(tmp_path, capsys, path, words=("trailing.csv", "columns 5 and 6 of 6",
+                                                     "empty on every line"))
+    assert "label" not in line
+
+
+def test_an_empty_feature_column_with_a_header_is_named(tmp_path, capsys):
+    X, y = problem()
+    path = write_csv(tmp_path / "hole.csv", X, y, header=["a", "b", "c", "label"])
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0]] + [",".join(["", *row.split(",")[1:]])
+                                            for row in lines[1:]]) + "\n")
+    data_error(tmp_path, capsys, path, words=("hole.csv", "column 1 'a' of 4",
+                                              "empty on every line"))
+
+
+def test_a_header_naming_two_columns_alike_is_named(tmp_path, capsys):
+    path = write_csv(tmp_path / "twice.csv", *problem(), header=["x", "size", "size", "label"])
+    data_error(tmp_path, capsys, path, words=("twice.csv", "line 1", "two columns 'size'",
+                                              "columns 2 and 3"))
+    data_error(tmp_path, capsys, path, "dataset.header=true", words=("two columns 'size'",))
+
+
+# --- 10. text that is not UTF-8 --------------------------------------------------------
+
+@pytest.fixture
+def latin1_file(tmp_path):
+    X, y = problem()
+    path = write_csv(tmp_path / "latin.csv", X, np.array(["kalt", "warm"])[y],
+                     header=["température", "b", "c", "état"])
+    text = path.read_text().splitlines()
+    text[7] = text[7].replace("warm", "wärm").replace("kalt", "kält")
+    path.write_bytes("\n".join(text).encode("latin-1") + b"\n")
+    return path
+
+
+def test_non_utf8_bytes_give_the_line_and_the_encoding_option(tmp_path, capsys, latin1_file):
+    data_error(tmp_path, capsys, latin1_file, "dataset.header=false",
+               words=("latin.csv", "line 1", "not utf-8 text", "dataset.encoding=latin-1"))
+    data_error(tmp_path, capsys, latin1_file, words=("latin.csv", "line 1",
+                                                     "dataset.encoding=latin-1"))
+
+
+def test_encoding_option_reads_the_file(tmp_path, capsys, latin1_file):
+    refused(tmp_path, capsys, latin1_file, "dataset.encoding=klingon",
+            words=("dataset.encoding='klingon'",))
+    record, _ = honoured(tmp_path, capsys, latin1_file, "dataset.encoding=latin-1")
+    assert set(record["data"]["classes"]) >= {"kalt", "warm"}
+
+
+# --- 11. a true many-class label column ---------------------------------------------------
+
+def test_many_classes_are_refused_unless_the_task_says_multiclass(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    k = 1500
+    centres = rng.normal(size=(k, 2)) * 10
+    paths = []
+    for name, repeat in (("many_train.csv", 2), ("many_test.csv", 1)):
+        y = np.repeat(np.arange(k), repeat)
+        X = centres[y] + rng.normal(size=(len(y), 2)) * 0.01
+        paths.append(write_csv(tmp_path / name, X, np.char.add("c", y.astype(str))))
+    train, test = paths
+    data_error(tmp_path, capsys, train, f"dataset.test={test}", test_fraction=None,
+               words=("1500 distinct labels", "dataset.task=multiclass"))
+    record, _ = honoured(tmp_path, capsys, train, f"dataset.test={test}",
+                         "dataset.task=multiclass", test_fraction=None)
+    assert len(record["data"]["classes"]) == 1500 and record["data"]["task"] == "multiclass"

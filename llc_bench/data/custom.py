@@ -81,7 +81,39 @@ def _csv_options(raw: dict) -> dict:
     if not isinstance(sep, str) or sep == "":
         raise ConfigError(f"dataset.sep={sep!r}: expected a separator: ',' (or comma), "
                           "semicolon, tab, pipe or whitespace")
-    return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header")}
+    return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header"),
+            **_decimal(raw.get("decimal"), sep), **_encoding(raw.get("encoding"))}
+
+
+DECIMALS = {"comma": ",", ",": ",", "point": ".", "dot": ".", ".": "."}
+
+
+def _decimal(value, sep) -> dict:
+    """``dataset.decimal``: the parser's ``decimal`` option when it is a comma (a point, the
+    default, adds nothing: the parsed-data cache keys of earlier runs stay)."""
+    if value is None:
+        return {}
+    if value not in DECIMALS:
+        raise ConfigError(f"dataset.decimal={value!r}: expected comma or point")
+    if DECIMALS[value] == ".":
+        return {}
+    if sep in (",", "comma"):
+        raise ConfigError("dataset.decimal=comma needs another field separator than the comma: "
+                          "set dataset.sep=semicolon (or tab, pipe, whitespace)")
+    return {"decimal": ","}
+
+
+def _encoding(value) -> dict:
+    """``dataset.encoding``: a text encoding Python knows (null: UTF-8)."""
+    if value is None:
+        return {}
+    import codecs
+
+    try:
+        return {"encoding": codecs.lookup(str(value)).name}
+    except LookupError:
+        raise ConfigError(f"dataset.encoding={value!r} is not a text encoding Python knows "
+                          "(e.g. utf-8, latin-1, cp1252)") from None
 
 
 def check_keys(raw: dict) -> None:
