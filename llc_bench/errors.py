@@ -24,3 +24,7 @@ def did_you_mean(word: str, choices, prefix: str = "") -> str:
 
     near = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {prefix}{near[0]}?)" if near else ""
+
+
+class FitError(LLCBenchError):
+    """A fit that ends without a usable model (its training objective is not finite)."""

@@ -383,3 +383,148 @@ def test_many_classes_are_refused_unless_the_task_says_multiclass(tmp_path, caps
     record, _ = honoured(tmp_path, capsys, train, f"dataset.test={test}",
                          "dataset.task=multiclass", test_fraction=None)
     assert len(record["data"]["classes"]) == 1500 and record["data"]["task"] == "multiclass"
+
+
+# --- 4. regularisation out of its documented range; a fit that diverges ---------------------
+
+@pytest.mark.parametrize("overrides, words", [
+    (["model=llsvm", "trainer.lambda_=1e-320"], ["trainer.lambda_=1e-320", "[1e-12, 1e+12]"]),
+    (["model=llsvm", "trainer.lambda_=1e-13"], ["trainer.lambda_=1e-13", "[1e-12, 1e+12]"]),
+    (["model=llsvm", "trainer.lambda_grid=[1e-3,1e-20]"], ["trainer.lambda_grid", "1e-12"]),
+    (["model=occ_peg_g", "trainer.lambda_=1e-300"], ["trainer.lambda_=1e-300", "1e-12"]),
+    (["model=ml3", "trainer.lambda_=1e-320"], ["trainer.lambda_=1e-320", "1e-12"]),
+    (["model=ldkl", "trainer.lambda_w=1e13"], ["trainer.lambda_w", "1e+12"]),
+    (["model=csvm", "trainer.lambda_=1e-15"], ["trainer.lambda_=1e-15", "1e-12"]),
+])
+def test_regularisation_outside_its_range_is_refused(tmp_path, capsys, overrides, words):
+    code, _, err = llc(capsys, "run", *where(tmp_path), *overrides)
+    one_error(code, err, *words)
+    assert written(tmp_path) == []
+
+
+def test_the_documented_range_admits_every_shipped_setting():
+    from llc_bench.models._validation import LAMBDA_MAX, LAMBDA_MIN
+
+    values = []
+    for path in [*(REPO / "conf").rglob("*.yaml")]:
+        text = path.read_text()
+        for key in ("lambda_:", "lambda_w:", "lambda_theta:", "lambda_theta_prime:"):
+            for line in text.splitlines():
+                rest = line.split(key, 1)[1] if key in line else ""
+                token = rest.split("#")[0].strip().rstrip("}").strip()
+                try:
+                    values.append(float(token))
+                except ValueError:
+                    continue
+    assert values and all(LAMBDA_MIN <= v <= LAMBDA_MAX for v in values), values
+
+
+def test_a_diverged_sgd_is_an_error_not_a_result(tmp_path, capsys):
+    """Features of 1e60, unscaled: every epoch's objective is NaN, also after the restarts
+    with smaller steps; the run used to report the LIBLINEAR start as its result."""
+    X, y = problem()
+    path = write_csv(tmp_path / "huge.csv", X * 1e60, y, fmt="{:.5e}")
+    code, _, err = own(tmp_path, capsys, path, "model=llsvm", "coding.n_anchors=4",
+                       "dataset.scaling=none")
+    one_error(code, err, "SGD diverged", "not finite", "restart", "dataset.scaling")
+    assert not list((tmp_path / "results").rglob("*.json"))
+
+
+def test_feature_values_whose_squares_overflow_are_refused(tmp_path, capsys):
+    X, y = problem()
+    X[3, 1] = 3e150
+    path = write_csv(tmp_path / "enormous.csv", X, y, fmt="{:.5e}")
+    data_error(tmp_path, capsys, path, words=("enormous.csv", "3e+150", "line 4, column 2",
+                                              "overflows"))
+
+
+def test_non_finite_decision_values_end_the_run(tmp_path, capsys, csv_file, monkeypatch):
+    """Any model, not only the SGD ones: NaN decision values are no result."""
+    from llc_bench.models.linear import LinearSVMClassifier
+
+    monkeypatch.setattr(LinearSVMClassifier, "decision_function",
+                        lambda self, X: np.full(X.shape[0], np.nan))
+    code, _, err = own(tmp_path, capsys, csv_file)
+    one_error(code, err, "LinearSVMClassifier", "not finite", "diverged")
+    assert not list((tmp_path / "results").rglob("*.json"))
+
+
+# --- 15. library warnings as one line of ours -----------------------------------------------
+
+def _warnings(err: str) -> list[str]:
+    assert "Traceback" not in err and "Warning:" not in err.replace("llc-bench: warning:", "")
+    return [line for line in err.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("rows, distinct", [
+    ("1.0,2.0,3.0,{label}\n", 1),               # every feature constant
+    ("{a:.0f},{b:.0f},0.5,{label}\n", 4),        # duplicate points: 4 distinct
+])
+def test_kmeans_on_few_distinct_points_is_one_line_of_ours(tmp_path, capsys, rows, distinct):
+    import warnings
+
+    X, y = problem()
+    path = tmp_path / "few.csv"
+    path.write_text("".join(rows.format(a=a > 0, b=b > 0, label=label)
+                            for (a, b, _), label in zip(X, y, strict=True)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code, out, err = own(tmp_path, capsys, path, "model=llsvm", "coding.n_anchors=5")
+    assert code == 0, err
+    lines = _warnings(err)
+    assert len(lines) == 1 and lines[0].startswith("llc-bench: warning: k-means found only "
+                                                   f"{distinct} distinct"), err
+    assert "coding.n_anchors" in lines[0] and "ConvergenceWarning" not in err
+
+
+def test_lambda_1e308_is_refused_without_a_raw_warning(tmp_path, capsys, csv_file):
+    code, _, err = own(tmp_path, capsys, csv_file, "model=llsvm", "trainer.lambda_=1e308")
+    one_error(code, err, "trainer.lambda_=1e+308", "1e+12")
+    assert "RuntimeWarning" not in err
+
+
+def test_any_other_library_warning_is_one_line(capsys):
+    import warnings
+
+    from llc_bench import console
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        console.install()
+        warnings.warn("overflow encountered in matmul\nsecond line", RuntimeWarning,
+                      stacklevel=1)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("llc-bench: warning: RuntimeWarning: "
+                                                   "overflow encountered in matmul second line")
+
+
+# --- 14. a closed stdout, SLURM without srun, --version ------------------------------------
+
+def test_closed_stdout_ends_quietly_as_unix_tools_do(tmp_path):
+    import subprocess
+
+    read, write = os.pipe()
+    os.close(read)  # `| head` that has already gone
+    try:
+        done = subprocess.run([sys.executable, "-m", "llc_bench.cli", "datasets", "info",
+                               "banana"], stdout=write, stderr=subprocess.PIPE, text=True,
+                              cwd=tmp_path, timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
+
+
+def test_slurm_launcher_without_slurm_is_an_ordinary_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli.shutil, "which", lambda name: None)
+    code, _, err = llc(capsys, "run", "-m", "hydra/launcher=slurm", *where(tmp_path), "seed=0")
+    line = one_error(code, err, "hydra/launcher=slurm", "srun", "hydra/launcher=joblib")
+    assert "unexpected" not in line
+    assert not list((tmp_path / "results").rglob("*.json"))
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    code, out, err = llc(capsys, "--version")
+    assert code == 0 and out == f"llc-bench {version('llc-bench')}\n" and not err
+    assert "--version" in llc(capsys, "--help")[1]

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, FitError
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -159,6 +159,10 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     start = time.perf_counter()
     scores = np.asarray(estimator.decision_function(X))
     elapsed = time.perf_counter() - start
+    if not np.isfinite(scores).all():  # a diverged fit: no result to report
+        raise FitError(f"{type(estimator).__name__}: {int((~np.isfinite(scores)).sum())} "
+                       "decision values are not finite (NaN or inf): the fit diverged; check "
+                       "the features' scale (dataset.scaling) and the trainer's settings")
     pred = labels_from_scores(np.asarray(estimator.classes_), scores)
     hinge = (hinge_loss(y, scores, classes=estimator.classes_)
              if getattr(estimator, "hinge_defined_", True) else None)
