@@ -528,3 +528,115 @@ def test_version(capsys):
     code, out, err = llc(capsys, "--version")
     assert code == 0 and out == f"llc-bench {version('llc-bench')}\n" and not err
     assert "--version" in llc(capsys, "--help")[1]
+
+
+# --- 5. filters that cannot match; tables filters that name nothing ---------------------------
+
+@pytest.fixture
+def store(tmp_path):
+    from llc_bench.experiment.results import ResultsStore, config_hash
+
+    store = ResultsStore(tmp_path / "results")
+    store.check_writable()
+    for seed, (model, acc) in enumerate([("llsvm", 0.96), ("linear", 0.55)]):
+        config = {"dataset": {"name": "banana"}, "model": {"name": model},
+                  "trainer": {"name": "llc_sgd", "t0": "calibrate" if seed else 100.0},
+                  "seed": seed}
+        store.save({"record_version": 1, "status": "complete",
+                    "config_hash": config_hash(config), "config": config, "seed": seed,
+                    "dataset": "banana", "model": model, "data": {"n_train": 10, "n_test": 5},
+                    "metrics": {"test_accuracy": acc, "test_hinge": 0.5},
+                    "timings": {"train": 1.0, "test_total": 0.1}, "versions": {}})
+    return store
+
+
+@pytest.mark.parametrize("condition, words", [
+    ("test_accuracy>>0.5", ["'test_accuracy>>0.5'", "one operator"]),
+    ("test_accuracy=<0.5", ["one operator"]),
+    ("test_accuracy>abc", ["> needs a number", "'abc'"]),
+    ("model>linear", ["> needs a number", "'linear'"]),
+    ("model>3", ["model holds no numbers", "only = and != apply"]),
+    ("seed=abc", ["seed holds numbers", "'abc'"]),
+    ("test_accuracy>95", ["test_accuracy is a fraction in [0, 1]", "did you mean 0.95?"]),
+    ("train_accuracy<=80", ["train_accuracy is a fraction", "did you mean 0.8?"]),
+    ("test_accuracy=", ["a value"]),
+])
+def test_where_that_cannot_match_is_an_error(store, capsys, condition, words):
+    code, out, err = llc(capsys, "results", "--results-dir", str(store.root), "--where",
+                         condition)
+    one_error(code, err, "--where", *words)
+    assert "no records match" not in out
+
+
+@pytest.mark.parametrize("condition, count", [
+    ("test_accuracy>0.9", 1), ("model=linear", 1), ("trainer.t0>50", 1),
+    ("trainer.t0=calibrate", 1), ("dataset.name=banana", 2), ("test_accuracy>=1", 0),
+])
+def test_where_that_can_match_still_works(store, capsys, condition, count):
+    code, out, err = llc(capsys, "results", "--results-dir", str(store.root), "--where",
+                         condition)
+    assert code == 0 and not err
+    assert (f"{count} record(s)" in out) if count else out.strip() == "no records match"
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--dataset", "nosuch", ["--dataset 'nosuch' matched nothing", "sapl_table2"]),
+    ("--dataset", "banan", ["did you mean banana?"]),
+    ("--method", "nosuch", ["--method 'nosuch' matched nothing"]),
+    ("--method", "lsvm", ["did you mean llsvm?"]),
+])
+def test_tables_filter_that_names_nothing_is_an_error(tmp_path, capsys, option, value, words):
+    code, out, err = llc(capsys, "tables", "--table", "sapl_table2", "--dry-run",
+                         "--results-dir", str(tmp_path / "results"), option, value)
+    one_error(code, err, *words)
+    assert not (tmp_path / "results").exists()
+
+
+# --- 13. an output path under a regular file ------------------------------------------------
+
+@pytest.mark.parametrize("option", ["--csv", "--parquet"])
+def test_export_under_a_regular_file_names_it(store, tmp_path, capsys, option):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("a file")
+    code, _, err = llc(capsys, "results", "--results-dir", str(store.root), option,
+                       str(blocker / "sub" / "out.csv"))
+    one_error(code, err, option, f"{blocker} is a file, not a directory")
+    code, _, err = llc(capsys, "results", "--results-dir", str(store.root), "--csv",
+                       str(tmp_path))
+    one_error(code, err, "--csv", "is a directory")
+
+
+def test_results_dir_and_tables_out_under_a_regular_file_name_it(tmp_path, capsys):
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("a file")
+    code, _, err = llc(capsys, "run", *where(tmp_path)[1:], "trainer.C=1.0",
+                       f"results_dir={blocker / 'deeper' / 'results'}")
+    one_error(code, err, f"{blocker} is a file, not a directory")
+    code, _, err = llc(capsys, "tables", "--table", "sapl_table2", "--no-run",
+                       "--results-dir", str(tmp_path / "results"), "--out", str(blocker / "t"))
+    one_error(code, err, "--out", f"{blocker} is a file, not a directory")
+
+
+# --- 17. tables --dry-run prints what the build runs, results_dir included ------------------
+
+def test_dry_run_lines_are_the_build_s_command_lines(tmp_path, capsys, monkeypatch):
+    from llc_bench.tables import execute
+
+    results = tmp_path / "store"
+    args = ["--profile", "quick", "--table", "sapl_table2", "--dataset", "banana", "--method",
+            "llsvm", "--results-dir", str(results)]
+    code, out, err = llc(capsys, "tables", *args, "--dry-run")
+    assert code == 0, err
+    [shown] = [line.strip() for line in out.splitlines() if "llc-bench run -m" in line]
+    assert f"results_dir='{results.resolve()}'" in shown and "data.download=false" in shown
+    assert not results.exists()
+    launched = []
+
+    def fake_launch(self, launch, tag, launcher, jobs, extra=()):
+        launched.append(" ".join(["llc-bench run -m",
+                                  *self.arguments(launch, launcher, jobs, extra)]))
+        return 1, tmp_path / "none"
+
+    monkeypatch.setattr(execute.Executor, "_launch", fake_launch)
+    llc(capsys, "tables", *args)
+    assert launched and launched[0] == shown
