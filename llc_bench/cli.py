@@ -12,6 +12,7 @@ listed at the end (each also leaves its line in ``<job dir>/error.txt``).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import traceback
@@ -23,7 +24,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from llc_bench.errors import LLCBenchError
+from llc_bench import console
+from llc_bench.errors import ConfigError, LLCBenchError
 
 DEBUG_ENV = "LLC_BENCH_DEBUG"
 FAILED_JOB_FILE = "error.txt"
@@ -46,7 +48,7 @@ commands:
              [--model NAME] [--where trainer.lambda_=1e-5] [--csv PATH | --parquet PATH]
 
 Run 'llc-bench <command> --help' for the options of a command; add --debug (anywhere) to
-see the traceback of an error.
+see the traceback of an error; 'llc-bench --version' prints the version.
 """
 
 
@@ -120,6 +122,7 @@ class RunCallback(Callback):
 
         try:
             check_sweep(config)  # a tuning sweeper (Optuna) scores held-out training rows only
+            check_launcher(config)
         except LLCBenchError as err:
             raise _Stop(err) from err
         _RUN["sweep_dir"] = Path(str(config.hydra.sweep.dir))
@@ -128,6 +131,15 @@ class RunCallback(Callback):
         from llc_bench.experiment.runner import discard_run_dir
 
         discard_run_dir(str(config.hydra.sweep.dir), config.results_dir)
+
+
+def check_launcher(config) -> None:
+    """A SLURM launcher needs a SLURM cluster: say so before any job is submitted."""
+    target = str(config.hydra.launcher.get("_target_", ""))
+    if target.endswith("SlurmLauncher") and shutil.which("srun") is None:
+        raise ConfigError("hydra/launcher=slurm submits to a SLURM cluster, and this machine "
+                          "has none (no `srun` on PATH): run it on the cluster's login node, "
+                          "or locally with hydra/launcher=joblib (or basic, submitit_local)")
 
 
 @hydra.main(config_path="pkg://llc_bench.conf", config_name="run", version_base="1.3")
@@ -142,6 +154,7 @@ def run_app(cfg: DictConfig) -> float | None:
     from llc_bench.experiment.runner import discard_run_dir, run_experiment
 
     hc = HydraConfig.get()
+    console.install()  # also in a launcher's worker process
     try:
         from llc_bench import progress
 
@@ -274,6 +287,19 @@ def tune_command(argv: list[str]) -> None:
     print(f"wrote {path}")
 
 
+def version() -> str:
+    """The installed package's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("llc-bench")
+    except PackageNotFoundError:
+        from llc_bench import __version__
+
+        return __version__
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv and not _debug():
@@ -286,7 +312,11 @@ def main(argv: list[str] | None = None) -> None:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return
+    if argv[0] in ("--version", "-V"):
+        print(f"llc-bench {version()}")
+        return
     command, rest = argv[0], argv[1:]
+    console.install()
     try:
         if command == "run":
             run_command(rest)
@@ -308,6 +338,9 @@ def main(argv: list[str] | None = None) -> None:
             fail(f"unknown command {command!r} (choose from: run, tune, datasets, tables, "
                  "figures, results)",
                  code=2)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+    except BrokenPipeError:
+        console.stdout_closed()
     except _Stop as stop:
         _report(stop.args[0])
     except (Exception, KeyboardInterrupt) as err:

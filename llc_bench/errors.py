@@ -15,3 +15,16 @@ class DatasetError(LLCBenchError):
 
 class ResultsError(LLCBenchError):
     """A result record is unreadable, partial or inconsistent."""
+
+
+def did_you_mean(word: str, choices, prefix: str = "") -> str:
+    """`` (did you mean dataset.max_train?)`` for the closest of ``choices`` (difflib), or
+    ``""`` when none is close."""
+    import difflib
+
+    near = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {prefix}{near[0]}?)" if near else ""
+
+
+class FitError(LLCBenchError):
+    """A fit that ends without a usable model (its training objective is not finite)."""

@@ -10,9 +10,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, DatasetError, did_you_mean
 
 CUSTOM_FORMATS = ("csv", "svmlight")
+#: the keys of conf/dataset/file.yaml
+OWN_KEYS = ("name", "kind", "task", "train", "test", "test_fraction", "format", "label_column",
+            "sep", "header", "zero_based", "n_features", "positive", "unseen_test_labels",
+            "scaling", "sparse", "max_train", "max_test", "stream", "decimal", "encoding")
+#: options of the built-in datasets that act on own files as they do there
+SHARED_KEYS = ("description", "homepage", "papers", "notes", "labels", "expected",
+               "paper_sizes", "validation", "stream")
+#: set by the runner: the sha256 of the files (``_pin_custom_files``, ``pin_identity``)
+PINNED_KEYS = ("sha256", "source_sha256")
+#: options of the built-in datasets that do not apply to own files, and what to use instead
+REFUSED_KEYS = {
+    "sources": "the files are dataset.train and dataset.test",
+    "split": "set dataset.test=PATH or dataset.test_fraction=F",
+    "generator": "it is for the generated datasets",
+    "in_memory": "set dataset.stream=true to train from a row store on disk",
+}
+KNOWN_KEYS = frozenset(OWN_KEYS + SHARED_KEYS + PINNED_KEYS)
 
 
 def _given(value) -> bool:
@@ -35,6 +52,18 @@ def absolute_path(path) -> str:
     return str((base / path).resolve())
 
 
+def own_file(role: str, value) -> Path:
+    """The path of ``dataset.<role>``: a DatasetError unless it is a regular file (a
+    directory or a FIFO would be read forever or not at all)."""
+    path = Path(absolute_path(value))
+    if path.is_file():
+        return path
+    problem = ("is a directory" if path.is_dir() else
+               "is not a regular file (a FIFO, socket or device)" if path.exists() else
+               "no such file")
+    raise DatasetError(f"dataset.{role}={value}: {problem} ({path})")
+
+
 def _auto_or_bool(raw: dict, key: str):
     value = raw.get(key)
     if value is None or value == "auto":
@@ -52,11 +81,71 @@ def _csv_options(raw: dict) -> dict:
     if not isinstance(sep, str) or sep == "":
         raise ConfigError(f"dataset.sep={sep!r}: expected a separator: ',' (or comma), "
                           "semicolon, tab, pipe or whitespace")
-    return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header")}
+    return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header"),
+            **_decimal(raw.get("decimal"), sep), **_encoding(raw.get("encoding"))}
+
+
+DECIMALS = {"comma": ",", ",": ",", "point": ".", "dot": ".", ".": "."}
+
+
+def _decimal(value, sep) -> dict:
+    """``dataset.decimal``: the parser's ``decimal`` option when it is a comma (a point, the
+    default, adds nothing: the parsed-data cache keys of earlier runs stay)."""
+    if value is None:
+        return {}
+    if value not in DECIMALS:
+        raise ConfigError(f"dataset.decimal={value!r}: expected comma or point")
+    if DECIMALS[value] == ".":
+        return {}
+    if sep in (",", "comma"):
+        raise ConfigError("dataset.decimal=comma needs another field separator than the comma: "
+                          "set dataset.sep=semicolon (or tab, pipe, whitespace)")
+    return {"decimal": ","}
+
+
+def _encoding(value) -> dict:
+    """``dataset.encoding``: a text encoding Python knows (null: UTF-8)."""
+    if value is None:
+        return {}
+    import codecs
+
+    try:
+        return {"encoding": codecs.lookup(str(value)).name}
+    except LookupError:
+        raise ConfigError(f"dataset.encoding={value!r} is not a text encoding Python knows "
+                          "(e.g. utf-8, latin-1, cp1252)") from None
+
+
+def check_keys(raw: dict) -> None:
+    """Every key of a ``dataset=file`` config is an option it honours: a built-in dataset's
+    option that does not apply, or a typo, is a ConfigError naming it."""
+    for key in raw:
+        if key in REFUSED_KEYS:
+            raise ConfigError(f"dataset.{key} does not apply to dataset=file: "
+                              f"{REFUSED_KEYS[key]}")
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"dataset.{key} is not an option of dataset=file"
+                              f"{did_you_mean(key, OWN_KEYS + SHARED_KEYS, 'dataset.')} "
+                              "(see conf/dataset/file.yaml)")
+
+
+def _check_stream(raw: dict, fmt: str, has_test: bool) -> None:
+    """``dataset.stream=true`` converts svmlight train and test files of a known width into
+    row stores (``llc_bench.data.stream``): say which of these own files lack."""
+    if raw.get("stream") is not True:
+        return
+    missing = [need for need, ok in (("dataset.format=svmlight (a CSV file is not converted)",
+                                      fmt == "svmlight"),
+                                     ("a test file, dataset.test=PATH", has_test),
+                                     ("dataset.n_features=D", raw.get("n_features") is not None))
+               if not ok]
+    if missing:
+        raise ConfigError(f"dataset.stream=true on own files needs {'; '.join(missing)}")
 
 
 def expand_custom(raw: dict) -> dict:
     """The ``dataset=file`` flat keys as a regular spec mapping."""
+    check_keys(raw)
     if not _given(raw.get("train")):
         raise ConfigError("dataset=file needs dataset.train=PATH")
     has_test, fraction = _given(raw.get("test")), raw.get("test_fraction")
@@ -67,6 +156,7 @@ def expand_custom(raw: dict) -> dict:
     if fmt not in CUSTOM_FORMATS:
         raise ConfigError(f"dataset.format={fmt!r} is not one of {', '.join(CUSTOM_FORMATS)}")
     csv, zero_based = _csv_options(raw), _auto_or_bool(raw, "zero_based")  # both checked
+    _check_stream(raw, fmt, has_test)
     options = csv if fmt == "csv" else {"zero_based": zero_based}
     parts = {"train": raw["train"], **({"test": raw["test"]} if has_test else {})}
     files = {role: {"path": absolute_path(path)} for role, path in parts.items()}
@@ -75,9 +165,11 @@ def expand_custom(raw: dict) -> dict:
     labels = dict(raw.get("labels") or {})
     if raw.get("positive") is not None:
         labels["positive"] = [raw["positive"]]
-    keep = ("name", "kind", "task", "description", "scaling", "sparse", "max_train", "max_test",
-            "notes", "unseen_test_labels")
+    keep = ("name", "kind", "task", "scaling", "sparse", "max_train", "max_test",
+            "unseen_test_labels", *SHARED_KEYS)
+    expected = dict(raw.get("expected") or {})
+    if raw.get("n_features") is not None or "features" not in expected:
+        expected["features"] = raw.get("n_features")
     return {**{k: raw[k] for k in keep if k in raw},
             "sources": [{"id": "file", "format": fmt, "options": options, "files": files}],
-            "labels": labels, "split": split,
-            "expected": {"features": raw.get("n_features")}}
+            "labels": labels, "split": split, "expected": expected}

@@ -183,7 +183,34 @@ def _read_table(fh, options: Mapping, header: bool) -> pd.DataFrame:
     return pd.read_csv(fh, sep=r"\s+" if whitespace else sep, header=0 if header else None,
                        skiprows=options.get("skip_rows", 0) or None,
                        na_values=options.get("na_values") or None,
+                       decimal=options.get("decimal", "."), encoding=_encoding(options),
                        skipinitialspace=not whitespace, engine="c", low_memory=False)
+
+
+def _encoding(options: Mapping) -> str:
+    return options.get("encoding") or "utf-8"
+
+
+def undecodable_line(path: Path, encoding: str) -> tuple[int, bytes] | None:
+    """(1-based line, the first bytes that are not ``encoding`` text) of ``path``, or None."""
+    with open_binary(path) as fh:
+        for number, raw in enumerate(fh, 1):
+            try:
+                raw.decode(encoding)
+            except UnicodeDecodeError as exc:
+                return number, raw[exc.start:exc.end]
+    return None
+
+
+_DECIMAL_COMMA = re.compile(r"[+-]?\d*,\d+(?:[eE][+-]?\d+)?")
+
+
+def decimal_commas(values) -> bool:
+    """Whether some of ``values`` (and every one of them that is not a plain number) are
+    numbers written with a decimal comma: ``0,5``, ``-1,25e3``."""
+    texts = [str(v).strip() for v in values if str(v).strip()]
+    commas = [bool(_DECIMAL_COMMA.fullmatch(t)) for t in texts]
+    return any(commas) and all(c or _is_number(t) for c, t in zip(commas, texts, strict=True))
 
 
 def _is_number(value) -> bool:
@@ -262,17 +289,36 @@ def _numeric(frame: pd.DataFrame, categorical: str) -> tuple[np.ndarray, bool]:
     return X, not expanded
 
 
-def _other_separator(path: Path, skip: int, sep) -> str | None:
-    """The option value of a separator the first data line seems to use instead of ``sep``."""
+def _first_data_text(path: Path, skip: int) -> str | None:
     line = data_line(path, 0, skip)
     if line is None:
         return None
     with open_binary(path) as fh:
-        text = next(t for i, t in enumerate(fh, 1) if i == line).decode(errors="replace").strip()
+        return next(t for i, t in enumerate(fh, 1) if i == line).decode(errors="replace").strip()
+
+
+def _other_separator(path: Path, skip: int, sep) -> str | None:
+    """The option value of a separator the first data line seems to use instead of ``sep``
+    (a comma between digits counts as a decimal comma when another separator is there)."""
+    text = _first_data_text(path, skip)
+    if text is None:
+        return None
     counts = {name: text.count(char) for char, name in SEPARATORS.items()
               if SEP_ALIASES.get(name, name) != sep and char != sep}
+    if counts.get("comma") and any(counts[n] for n in counts if n != "comma") \
+            and re.search(r"\d,\d", text):
+        counts["comma"] = 0  # 0,5;1,25: the semicolons separate
     best = max(counts, key=counts.get, default=None)
     return best if best is not None and counts[best] else None
+
+
+def _separator_hint(path: Path, skip: int, sep, other: str) -> str:
+    """``; the lines look X-separated: set dataset.sep=X`` (and ``dataset.decimal=comma``
+    when the fields it separates are decimal-comma numbers)."""
+    text = _first_data_text(path, skip) or ""
+    fields = text.split() if other == "whitespace" else text.split(SEP_ALIASES[other] or " ")
+    decimal = " dataset.decimal=comma" if other != "comma" and decimal_commas(fields) else ""
+    return f"; the lines look {other}-separated: set dataset.sep={other}{decimal}"
 
 
 def _describe_column(index: int, columns, header: bool) -> str:
@@ -286,12 +332,15 @@ def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: i
     line = data_line(path, exc.row, skip)
     where = f"line {line}, {_describe_column(column, frame.columns, header)}"
     value = str(exc.value)
+    if sep != "," and decimal_commas([value]):
+        return (f"{where}: non-numeric value {value!r}: the numbers have decimal commas: set "
+                "dataset.decimal=comma")
     if exc.row == 0 and not header and looks_like_header(frame.iloc[:, feature_columns]):
         return (f"{where}: non-numeric value {value!r}: the first row looks like a header: "
                 "set dataset.header=true")
     other = _other_separator(path, skip, sep) if any(c in value for c in ",;\t| ") else None
     if other:
-        hint = f"; the lines look {other}-separated: set dataset.sep={other}"
+        hint = _separator_hint(path, skip, sep, other)
     elif label is not None:
         hint = (f"; features must be numbers: if this column holds the labels, set "
                 f"dataset.label_column={column} (counted from 0) or its header name; the "
@@ -299,6 +348,49 @@ def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: i
     else:
         hint = ""
     return f"{where}: non-numeric value {value!r} in a feature column{hint}"
+
+
+def _numbered(columns: list[int], names: list[str] | None = None) -> str:
+    """``columns 4 and 5`` / ``column 2 'b'`` (1-based numbers)."""
+    shown = [f"{c + 1}" + (f" {names[c]!r}" if names and names[c] else "") for c in columns]
+    text = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return f"column{'s' if len(shown) > 1 else ''} {text}"
+
+
+def _header_names(path: Path, line: int, sep, options: Mapping) -> list[str]:
+    """The names of the header line ``line`` as written (pandas renames a repeated name)."""
+    import csv
+
+    with open_binary(path) as fh:
+        raw = next(t for i, t in enumerate(fh, 1) if i == line)
+    text = raw.decode(_encoding(options), errors="replace").rstrip("\r\n")
+    fields = (text.split() if sep is None else text.split(sep) if len(sep) != 1
+              else next(csv.reader([text], delimiter=sep)))
+    return [f.strip() for f in fields]
+
+
+def _check_columns(path: Path, frame: pd.DataFrame, dropped: set, header: bool, data_skip: int,
+                   options: Mapping) -> None:
+    """Columns empty on every line (``a,b,,``: trailing separators) and a header naming two
+    columns alike are errors that name the columns."""
+    if frame.empty:
+        return  # no data rows: parse_file says so
+    names = None
+    if header:  # data_skip: the header's line
+        names = _header_names(path, data_skip, _separator(options), options)
+        names = names if len(names) == frame.shape[1] else None
+    empty = [c for c in range(frame.shape[1]) if c not in dropped and frame.iloc[:, c].isna().all()]
+    if empty:
+        raise FileProblem(f"{_numbered(empty, names)} of {frame.shape[1]} "
+                          f"{'is' if len(empty) == 1 else 'are'} empty on every line (trailing "
+                          "separators, as in 'a,b,,'?): remove "
+                          f"{'it' if len(empty) == 1 else 'them'} from the file")
+    seen: dict[str, int] = {}
+    for c, name in enumerate(names or ()):
+        if name and name in seen:
+            raise FileProblem(f"line {data_skip}: the header names two columns {name!r} "
+                              f"({_numbered([seen[name], c])}): rename one")
+        seen.setdefault(name, c)
 
 
 def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
@@ -341,15 +433,16 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
             hint = ("; the lines look like svmlight ('label index:value ...'): set "
                     "dataset.format=svmlight")
         elif other:
-            hint = f"; the lines look {other}-separated: set dataset.sep={other}"
+            hint = _separator_hint(path, skip, sep, other)
         else:
             hint = "; check dataset.sep"
         raise FileProblem(f"1 column per line with sep {options.get('sep', ',')!r}, so no "
                           f"feature column{hint}")
-    label = options.get("label_column", -1) if kind == "xy" else None
-    label = None if label is None else _column_index(label, frame.columns, "label_column")
     dropped = {_column_index(c, frame.columns, "drop_columns entry")
                for c in options.get("drop_columns") or ()}
+    _check_columns(path, frame, dropped, header, data_skip, options)
+    label = options.get("label_column", -1) if kind == "xy" else None
+    label = None if label is None else _column_index(label, frame.columns, "label_column")
     feature_columns = [c for c in range(n_columns) if c != label and c not in dropped]
     features = frame.iloc[:, feature_columns]
     if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
@@ -436,6 +529,16 @@ def parse_mat(path: Path, options: Mapping) -> Parsed:
     return Parsed(X, *labels_from_values(y))
 
 
+def _not_text(path: Path, options: Mapping, exc: UnicodeDecodeError) -> str:
+    """Where the file stops being text in its encoding, and the option that reads it."""
+    encoding = _encoding(options)
+    found = undecodable_line(path, encoding)
+    where = (f"line {found[0]}: bytes {found[1]!r}" if found else
+             f"bytes {exc.object[exc.start:exc.end]!r}")
+    return (f"{where} are not {encoding} text: set dataset.encoding=latin-1 (or the "
+            "encoding the file was written in, e.g. cp1252)")
+
+
 def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
                n_features: int | None = None) -> Parsed:
     """Parse one file; any library error becomes a one-line ``DatasetError`` naming it."""
@@ -463,6 +566,8 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
         raise
     except FileProblem as exc:
         raise DatasetError(f"{path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path}: {_not_text(path, options, exc)}") from exc
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise DatasetError(f"{path}: cannot parse as {fmt} "

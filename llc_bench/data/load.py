@@ -83,9 +83,10 @@ def _files(parts: dict[str, Part], names=("train", "test", "all")) -> str:
 
 
 def _check_label_column(spec: DatasetSpec, parts: dict[str, Part], y_raw: np.ndarray) -> None:
-    """A label column with mostly distinct values is a feature taken as the label."""
+    """A label column with mostly distinct values is a feature taken as the label, unless
+    the task is said to be multi-class (``dataset.task=multiclass``: they are classes)."""
     n, k = len(y_raw), len(np.unique(y_raw))
-    if k <= MAX_CLASSES and (n < 20 or k <= n / 2):
+    if spec.task == "multiclass" or (k <= MAX_CLASSES and (n < 20 or k <= n / 2)):
         return
     where = _files(parts, ("train",) if "train" in parts and spec.split.protocol == "files"
                    else ("train", "test", "all"))
@@ -94,7 +95,8 @@ def _check_label_column(spec: DatasetSpec, parts: dict[str, Part], y_raw: np.nda
             "or its header name)" if source.startswith("dataset.label_column")
             else "llc-bench needs class labels")
     raise DatasetError(f"{where}: {k} distinct labels in {n} training rows, taken from {source}: "
-                       f"that looks like a feature, not a class label; {hint}")
+                       f"that looks like a feature, not a class label; {hint}; if they are "
+                       "the classes, set dataset.task=multiclass")
 
 
 def _check_classes(spec: DatasetSpec, parts: dict[str, Part], names: list[str],

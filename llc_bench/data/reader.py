@@ -73,6 +73,23 @@ def _first_bad(X) -> tuple[int, int] | None:
     return int(row), int(col)
 
 
+#: Feature values beyond this magnitude are refused: their squares (in the scaling, the
+#: distances of k-means and the codings, the kernels) overflow float64 or come close.
+MAX_ABS_VALUE = 1e100
+
+
+def _first_huge(X) -> tuple[int, int, float] | None:
+    data = X.data if sp.issparse(X) else X
+    if data.dtype.kind != "f" or data.size == 0 or np.abs(data).max() <= MAX_ABS_VALUE:
+        return None
+    if sp.issparse(X):
+        position = int(np.argmax(np.abs(X.data) > MAX_ABS_VALUE))
+        row = int(np.searchsorted(X.indptr, position, side="right") - 1)
+        return row, int(X.indices[position]), float(X.data[position])
+    row, col = np.argwhere(np.abs(X) > MAX_ABS_VALUE)[0]
+    return int(row), int(col), float(X[row, col])
+
+
 def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
     """Where X[row, column] is in a csv or svmlight file: `` (line L, ...)``, else ``""``."""
     try:
@@ -97,6 +114,13 @@ def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
         if bad is not None:
             raise DatasetError(f"{path}: NaN/inf value at row {bad[0] + 1}, column {bad[1] + 1}"
                                f"{_in_file(path, parsed.meta, *bad)}")
+        huge = _first_huge(parsed.X)
+        if huge is not None:
+            row, column, value = huge
+            raise DatasetError(f"{path}: value {value:g} at row {row + 1}, column {column + 1}"
+                               f"{_in_file(path, parsed.meta, row, column)} is beyond "
+                               f"±{MAX_ABS_VALUE:g}: its square overflows in the scaling and "
+                               "the models; rescale that column in the file (other units)")
         expected = spec.expected.features
         if parsed.meta.get("raw_indices"):
             pass  # the width depends on the index base, decided for all files together

@@ -15,7 +15,7 @@ from pathlib import PurePosixPath
 from urllib.parse import urlparse
 
 from llc_bench.data.checksums import UNKNOWN, upstream_sha256
-from llc_bench.errors import ConfigError, DatasetError
+from llc_bench.errors import ConfigError, DatasetError, did_you_mean
 
 TASKS = ("binary", "multiclass", "auto")
 KINDS = ("benchmark", "synthetic", "custom")
@@ -29,14 +29,18 @@ TOP_KEYS = {
     "name", "kind", "task", "description", "homepage", "papers", "sources", "labels",
     "expected", "paper_sizes", "split", "scaling", "sparse", "max_train", "max_test",
     "validation", "in_memory", "generator", "notes",
-    # custom data (dataset=file)
-    "train", "test", "test_fraction", "format", "label_column", "sep", "header",
-    "n_features", "positive", "zero_based",
     # any dataset: test labels unseen in training (llc_bench.data.load)
     "unseen_test_labels",
     # out-of-core (llc_bench.data.stream): null = auto (in_memory: false datasets stream)
     "stream", "source_sha256",
 }
+# custom data (dataset=file, llc_bench.data.custom): its keys are turned into the above
+CUSTOM_ONLY_KEYS = {"train", "test", "test_fraction", "format", "label_column", "sep", "header",
+                    "n_features", "positive", "zero_based", "decimal", "encoding"}
+# the keys of the nested mappings
+LABEL_KEYS = ("positive", "negative", "order", "drop", "names")
+EXPECTED_KEYS = ("features", "classes", "rows", "label_counts")
+SPLIT_KEYS = ("protocol", "test_fraction", "train_size", "test_size", "train_rows", "test_rows")
 
 
 def canonical_label(value) -> str:
@@ -357,6 +361,27 @@ def _choice(raw: Mapping, key: str, choices, default, name: str):
     return value
 
 
+def _check_keys(raw: Mapping, name: str) -> None:
+    """Every key of the spec, and of its ``labels``, ``expected`` and ``split`` mappings, is
+    one this module reads: an unknown one is a ConfigError with a did-you-mean."""
+    for key in raw:
+        if key in CUSTOM_ONLY_KEYS and raw.get("kind") != "custom":
+            raise ConfigError(f"dataset.{key} is an option of own files (dataset=file, "
+                              f"dataset.kind=custom), not of dataset {name!r} "
+                              f"(dataset.kind={raw.get('kind', 'benchmark')})")
+        if key not in TOP_KEYS | CUSTOM_ONLY_KEYS:
+            raise ConfigError(f"dataset {name!r}: unknown key dataset.{key}"
+                              f"{did_you_mean(key, sorted(TOP_KEYS), 'dataset.')}")
+    for group, known in (("labels", LABEL_KEYS), ("expected", EXPECTED_KEYS),
+                         ("split", SPLIT_KEYS)):
+        value = raw.get(group)
+        for key in value if isinstance(value, Mapping) else ():
+            if key not in known:
+                raise ConfigError(f"dataset {name!r}: unknown key dataset.{group}.{key}"
+                                  f"{did_you_mean(key, known, f'dataset.{group}.')} (known: "
+                                  f"{', '.join(known)})")
+
+
 def parse_spec(raw: Mapping) -> DatasetSpec:
     """Check a plain (already composed and resolved) ``cfg.dataset`` mapping."""
     if not isinstance(raw, Mapping):
@@ -364,9 +389,7 @@ def parse_spec(raw: Mapping) -> DatasetSpec:
     name = str(raw.get("name") or "")
     if not name:
         raise ConfigError("dataset spec has no 'name'")
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
-        raise ConfigError(f"dataset {name!r}: unknown key(s) {', '.join(unknown)}")
+    _check_keys(raw, name)
     kind = _choice(raw, "kind", KINDS, "benchmark", name)
     task = _choice(raw, "task", TASKS, "binary", name)
     if task == "auto" and kind != "custom":

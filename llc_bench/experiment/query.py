@@ -19,12 +19,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, ResultsError
-from llc_bench.experiment.results import ResultsStore
+from llc_bench.experiment.results import ResultsStore, output_file
 
 SHOWN = ["hash", "dataset", "model", "seed", "test_accuracy", "test_hinge", "train_seconds"]
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq,
              "<": operator.lt, ">": operator.gt}
+ORDERING = ("<", "<=", ">", ">=")
 _WHERE = re.compile(r"^\s*([^<>=!\s]+)\s*(<=|>=|!=|==|=|<|>)\s*(.*?)\s*$")
+#: columns holding a fraction in [0, 1] (a threshold of 95 is a percentage)
+FRACTION_COLUMNS = ("test_accuracy", "train_accuracy")
 
 
 def flatten(config: Mapping, prefix: str = "") -> dict:
@@ -131,7 +134,34 @@ def _mask(frame, condition: str):
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise ConfigError(f"--where {condition!r}: no column {key!r} in the records{hint}")
     op, want = OPERATORS["=" if op_text == "==" else op_text], _value(text)
+    _check_condition(condition, frame[key], key, op_text, text, want)
     return frame[key].map(lambda cell: _matches(cell, want, op)).astype(bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_condition(condition: str, column, key: str, op_text: str, text: str, want) -> None:
+    """A condition that could match nothing by its form is a ConfigError: a value that
+    starts with an operator (``>>0.5``), an ordering against text or on a text column, text
+    against a number column, a percentage against a fraction column."""
+    where = f"--where {condition!r}"
+    if text[:1] in "<>=!" or text == "":
+        raise ConfigError(f"{where}: expected KEY<op>VALUE with one operator (=, !=, <, <=, "
+                          ">, >=) and a value (null for none), e.g. test_accuracy>0.9")
+    cells = [c for c in column if c is not None and not (isinstance(c, float) and c != c)]
+    numeric = bool(cells) and all(_is_number(c) for c in cells)
+    if op_text in ORDERING and not _is_number(want):
+        raise ConfigError(f"{where}: {op_text} needs a number, got {text!r}")
+    if op_text in ORDERING and cells and not any(_is_number(c) for c in cells):
+        raise ConfigError(f"{where}: {key} holds no numbers (e.g. {cells[0]!r}): only = and "
+                          "!= apply")
+    if numeric and want is not None and not _is_number(want):
+        raise ConfigError(f"{where}: {key} holds numbers, not {text!r}")
+    if key in FRACTION_COLUMNS and _is_number(want) and want > 1:
+        hint = f": did you mean {want / 100:g}?" if want <= 100 else ""
+        raise ConfigError(f"{where}: {key} is a fraction in [0, 1]{hint}")
 
 
 def _exportable(frame):
@@ -145,19 +175,19 @@ def _exportable(frame):
 
 
 def write_csv(frame, path) -> Path:
-    path = Path(path)
+    path = output_file(path, "--csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     _exportable(frame).to_csv(path, index=False)
     return path
 
 
 def write_parquet(frame, path) -> Path:
+    path = output_file(path, "--parquet")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         raise ResultsError("--parquet needs pyarrow: pip install pyarrow "
                            "(or use --csv)") from None
-    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     frame = _exportable(frame)
     for column in frame.columns:  # mixed-type object columns as text

@@ -52,6 +52,31 @@ def config_hash(config: Mapping) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def not_a_directory(path) -> Path | None:
+    """The first of ``path``'s parents (or ``path``) that exists but is not a directory:
+    nothing can be made under it.  None when there is none."""
+    path = Path(path)
+    for part in [*reversed(path.parents), path]:
+        if not part.exists():
+            return None
+        if not part.is_dir():
+            return part
+    return None
+
+
+def output_file(path, option: str) -> Path:
+    """``path`` checked as a file to write (``--csv PATH``): a ConfigError naming the part of
+    it that is a file where a directory must be, or ``path`` itself when it is a
+    directory."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a directory; give a file name")
+    blocking = not_a_directory(path.parent)
+    if blocking is not None:
+        raise ConfigError(f"{option} {path}: {blocking} is a file, not a directory")
+    return path
+
+
 def file_mode() -> int:
     """The mode ``open()`` gives a new file under the current umask (0o666 & ~umask);
     ``mkstemp`` would give 0600, which collaborators sharing a store cannot read."""
@@ -97,8 +122,10 @@ class ResultsStore:
         """A ConfigError unless records can be written under ``root`` (checked before a
         run computes anything)."""
         for path in (self.root, self.runs, self.locks):
-            if path.exists() and not path.is_dir():
-                raise ConfigError(f"results_dir={self.root}: {path} is a file, not a directory")
+            blocking = not_a_directory(path)
+            if blocking is not None:
+                raise ConfigError(f"results_dir={self.root}: {blocking} is a file, not a "
+                                  "directory")
         try:
             self.runs.mkdir(parents=True, exist_ok=True)
             self.locks.mkdir(exist_ok=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from llc_bench.errors import ConfigError, DatasetError
+from llc_bench.errors import ConfigError, FitError
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -30,6 +30,7 @@ from llc_bench.experiment.environment import (
     peak_rss_mb,
     thread_settings,
 )
+from llc_bench.experiment.keys import check_run_keys
 from llc_bench.experiment.metrics import accuracy, hinge_loss
 from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
 from llc_bench.experiment.runlog import run_window
@@ -158,6 +159,10 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     start = time.perf_counter()
     scores = np.asarray(estimator.decision_function(X))
     elapsed = time.perf_counter() - start
+    if not np.isfinite(scores).all():  # a diverged fit: no result to report
+        raise FitError(f"{type(estimator).__name__}: {int((~np.isfinite(scores)).sum())} "
+                       "decision values are not finite (NaN or inf): the fit diverged; check "
+                       "the features' scale (dataset.scaling) and the trainer's settings")
     pred = labels_from_scores(np.asarray(estimator.classes_), scores)
     hinge = (hinge_loss(y, scores, classes=estimator.classes_)
              if getattr(estimator, "hinge_defined_", True) else None)
@@ -215,16 +220,13 @@ def _pin_custom_files(dataset: dict) -> None:
     path: an edited file must not hit the cache of the old one."""
     if dataset.get("kind") != "custom":
         return
-    from llc_bench.data.custom import absolute_path
+    from llc_bench.data.custom import own_file
     from llc_bench.data.fetch import sha256_of
 
     pins = {}
     for role in ("train", "test"):
         if dataset.get(role):
-            path = Path(absolute_path(dataset[role]))
-            if not path.is_file():
-                raise DatasetError(f"dataset.{role}={dataset[role]}: no such file ({path})")
-            pins[role] = sha256_of(path)
+            pins[role] = sha256_of(own_file(role, dataset[role]))
     dataset["sha256"] = pins
 
 
@@ -243,6 +245,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else copy.deepcopy(dict(cfg)))
     config.pop("hydra", None)
+    check_run_keys(config)  # a key nothing reads (+foo=1, +data.hom=...)
     for key, value in _leaves(config):  # a mandatory key left unset
         if isinstance(value, str) and value == "???":
             raise ConfigError(f"{key} must be set: add {key}=... to the command line")
@@ -251,6 +254,9 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     for key, value in _leaves(config):  # records are strict JSON
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{key}={value}: must be a finite number")
+    from llc_bench.data.registry import resolve_spec
+
+    resolve_spec(config["dataset"])  # the dataset's keys and values, before the store
     prepare_config(config, fixed)
     estimator = build_estimator(config)  # a one-point search space may have set a value
     _pin_custom_files(config["dataset"])
@@ -259,14 +265,25 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     pin_identity(config["dataset"], config.get("data") or {}, estimator)
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
-    if not config.get("force") and store.has(key):
+    if not config.get("force") and _cache_hit(store, key):
         return _cached(store, key, output_dir, config, echo)
     store.check_writable()
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
-        if not config.get("force") and store.has(key):  # the run we waited for made it
+        if not config.get("force") and _cache_hit(store, key):  # the run we waited for made it
             return _cached(store, key, output_dir, config, echo)
         with run_window(store.root, key) as window:  # the store's start/stop log
             return _run(config, key, seed, estimator, store, output_dir, echo, window)
+
+
+def _cache_hit(store, key) -> bool:
+    """A record of this config is in the store, and was scored as its config says: a run
+    of ``dataset=file`` with ``dataset.validation`` made before own files honoured it
+    scored the test split (its ``data.validation`` is null) and is run again."""
+    if not store.has(key):
+        return False
+    record = store.load(key)
+    return ((record.get("config") or {}).get("dataset") or {}).get("validation") is None \
+        or (record.get("data") or {}).get("validation") is not None
 
 
 def _cached(store, key, output_dir, config, echo) -> dict:

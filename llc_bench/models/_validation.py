@@ -69,6 +69,12 @@ COUNT = Interval(Integral, 1, None, closed="left")
 COUNT0 = Interval(Integral, 0, None, closed="left")
 #: cross-validation folds
 FOLDS = Interval(Integral, 2, None, closed="left")
+#: The documented range of a regularisation weight (λ): below LAMBDA_MIN the SGD step
+#: 1/(λ t) and the LIBLINEAR start's C = 1/(λ N) overflow or lose every digit (1e-320 made
+#: every epoch's objective NaN); above LAMBDA_MAX the model is 0 for any standardised data
+#: and λ/2 ||w||^2 overflows (1e308).  The committed configs use 1e-8 to 300.
+LAMBDA_MIN, LAMBDA_MAX = 1e-12, 1e12
+REGULARISATION = Interval(Real, LAMBDA_MIN, LAMBDA_MAX, closed="both")
 
 
 class Grid(_Constraint):

@@ -38,6 +38,7 @@ from llc_bench.models._validation import (
     FINITE,
     FOLDS,
     POSITIVE,
+    REGULARISATION,
     Grid,
     SparseInputMixin,
     check_fit_data,
@@ -81,7 +82,7 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     ``tol`` is LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``)."""
 
     _parameter_constraints = {
-        "n_clusters": [COUNT], "lambda_": [POSITIVE], "C": [POSITIVE, None],
+        "n_clusters": [COUNT], "lambda_": [REGULARISATION], "C": [POSITIVE, None],
         "cv_folds": [FOLDS], "C_grid": [Grid(POSITIVE)], "cv_max_rows": [FOLDS, None],
         "bias": [FINITE], "tol": [POSITIVE, None], "kmeans_max_iter": [COUNT],
         "random_state": ["random_state"],

@@ -64,6 +64,7 @@ from ._validation import (
     COUNT0,
     NON_NEGATIVE,
     POSITIVE,
+    REGULARISATION,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
@@ -199,8 +200,9 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "depth": [Interval(Integral, 0, 20, closed="both")], "lambda_w": [POSITIVE],
-        "lambda_theta": [POSITIVE], "lambda_theta_prime": [POSITIVE], "sigma": [POSITIVE],
+        "depth": [Interval(Integral, 0, 20, closed="both")], "lambda_w": [REGULARISATION],
+        "lambda_theta": [REGULARISATION], "lambda_theta_prime": [REGULARISATION],
+        "sigma": [POSITIVE],
         "n_iter": [COUNT0], "batch_size": [COUNT, None], "gate_scale": [POSITIVE],
         "anneal_doublings": [NON_NEGATIVE], "gate_every": [COUNT], "history": ["boolean"],
         "random_state": ["random_state"],

@@ -45,6 +45,7 @@ anchors); :func:`sgd_step_anchors_reference` is the same step in numpy.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -55,7 +56,7 @@ import scipy.sparse as sp
 
 from ..coding.local import LocalCode
 from ..data.stream import StoredRows
-from ..errors import ConfigError
+from ..errors import ConfigError, FitError
 from . import _sgd_kernel as K
 
 #: Default skip for dense data (DESIGN §6).
@@ -369,8 +370,9 @@ def sgd_objective(X, Y, code: LocalCode, W, b, lambda_, use_W=True) -> tuple[flo
     one-vs-all LLC-SAPL eq. 21; θ = W, or b for LCC+SVM) and the decision values F."""
     F = decision_from_codes(X, code, W, b, use_W)
     theta = W if use_W else b
-    hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
-    return float(0.5 * lambda_ * np.dot(theta.ravel(), theta.ravel()) + hinge), F
+    with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN: see check_finite_fit
+        hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
+        return float(0.5 * lambda_ * np.dot(theta.ravel(), theta.ravel()) + hinge), F
 
 
 #: η0 grid of :func:`calibrate_eta0`: SVMSGD2's λ^(-1/4) times 2^j for these j.
@@ -674,6 +676,8 @@ def train_llc_sgd(
                         "start_objective": start_obj})
         t0 *= RETRY_DIVISOR
         _restore(start, W, b, anchors)
+    if objective is not None:
+        check_finite_fit(start_obj, objectives, retries, lambda_)
     info.update(t0=float(t0), eta0=1.0 / (lambda_ * t0), bias_scale=float(bias_scale),
                 skip=skip, steps=int(t), epoch_seconds=seconds, use_W=bool(use_W),
                 sgd_dtype=np.dtype(w_dtype).name)
@@ -689,6 +693,21 @@ def train_llc_sgd(
     if code.n_active is not None or learn_anchors:
         info["mean_k_per_epoch"] = mean_k
     return W, b, info
+
+
+def check_finite_fit(start_obj, objectives, retries, lambda_) -> None:
+    """A FitError when the training objective is not finite at the start or after an
+    epoch of the last attempt (the restarts with smaller steps did not help): no model
+    comes out of such a fit, not even the starting point it would otherwise keep."""
+    if math.isfinite(start_obj) and all(math.isfinite(o) for o in objectives):
+        return
+    epoch = next((e for e, o in enumerate(objectives, 1) if not math.isfinite(o)), 0)
+    where = ("at the start (the LIBLINEAR initialisation)" if not math.isfinite(start_obj)
+             else f"after epoch {epoch}")
+    restarts = f", even after {len(retries)} restart(s) with smaller steps" if retries else ""
+    raise FitError(f"SGD diverged: the training objective is not finite {where}{restarts} "
+                   f"(lambda={lambda_:g}): no model; check the features' scale "
+                   "(dataset.scaling) or try another trainer.lambda_ or trainer.t0")
 
 
 def in_memory_batches(X, Y, code):

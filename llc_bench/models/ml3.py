@@ -52,7 +52,7 @@ from ._validation import (
     COUNT,
     COUNT0,
     FOLDS,
-    POSITIVE,
+    REGULARISATION,
     Grid,
     InvalidParameter,
     validate_params,
@@ -247,8 +247,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_models": [COUNT], "p": [Interval(Real, 1, None, closed="both")],
-        "lambda_": [POSITIVE, None], "n_iter": [COUNT0], "averaging": ["boolean"],
-        "n_init_epochs": [COUNT], "lambda_grid": [Grid(POSITIVE), None], "cv_folds": [FOLDS],
+        "lambda_": [REGULARISATION, None], "n_iter": [COUNT0], "averaging": ["boolean"],
+        "n_init_epochs": [COUNT], "lambda_grid": [Grid(REGULARISATION), None], "cv_folds": [FOLDS],
         "cv_max_rows": [FOLDS, None], "random_state": ["random_state"],
     }
 

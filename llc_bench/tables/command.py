@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from llc_bench import progress
-from llc_bench.errors import ConfigError, ResultsError
-from llc_bench.experiment.results import ResultsStore, read_record
+from llc_bench.errors import ConfigError, ResultsError, did_you_mean
+from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
 from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Executor
 from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
 
@@ -61,6 +61,33 @@ def _warn_corrupt(plan, echo) -> None:
                 echo(f"  warning: {err} -- not used; the run is planned again")
 
 
+def _check_filters(names: list[str], datasets: list[str], methods: list[str]) -> None:
+    """``--dataset`` / ``--method`` values that name nothing in the tables asked for are
+    a ConfigError (with the closest name), not a build that runs nothing."""
+    known: dict[str, set] = {"--dataset": set(), "--method": set()}
+    for name in names:
+        spec = load_table(name)
+        known["--dataset"] |= set(spec.datasets) | {
+            str(spec.settings(d, m).dataset_config) for d in spec.datasets for m in spec.methods}
+        known["--method"] |= set(spec.methods) | {str(m.model) for m in spec.methods.values()
+                                                  if m.model}
+    for option, given in (("--dataset", datasets), ("--method", methods)):
+        for value in given:
+            if value not in known[option]:
+                raise ConfigError(f"{option} {value!r} matched nothing in table(s) "
+                                  f"{', '.join(names)}{did_you_mean(value, known[option])} "
+                                  f"(see the table configs in conf/table/)")
+
+
+def _check_output_dirs(results_dir, out_dir: Path, given: bool) -> None:
+    """Directories a build writes under: a part of them that is a file is named first."""
+    for option, path in (("--results-dir", Path(results_dir)),
+                         ("--out" if given else "--results-dir", out_dir)):
+        blocking = not_a_directory(path)
+        if blocking is not None:
+            raise ConfigError(f"{option} {path}: {blocking} is a file, not a directory")
+
+
 def _has_timing(spec) -> bool:
     from llc_bench.tables.spec import METRICS
 
@@ -110,8 +137,10 @@ def tables_command(argv: list[str], echo=print) -> dict:
     names = args.table or list_tables()
     for name in names:
         load_table(name)  # fail early on an unknown name
+    _check_filters(names, args.dataset, args.method)
     profile = load_profile(args.profile)
     out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.out
+    _check_output_dirs(args.results_dir, out_dir, bool(args.out))
     executor = _executor(args, echo)
     store = ResultsStore(args.results_dir)
     stats: dict = {}
@@ -137,7 +166,8 @@ def tables_command(argv: list[str], echo=print) -> dict:
                 from llc_bench.tables.execute import group_runs
 
                 for launch in group_runs(todo):
-                    echo("  llc-bench run -m " + " ".join(launch.arguments()))
+                    echo("  llc-bench run -m " + " ".join(executor.arguments(
+                        launch, extra=["force=true"] if args.timing_only else ())))
                 continue
             report = ExecReport()
             if todo and not args.no_run:
@@ -188,6 +218,7 @@ def figures_command(argv: list[str], echo=print) -> dict:
         return {}
     profile = load_profile(args.profile)
     out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.figures_out
+    _check_output_dirs(args.results_dir, out_dir, bool(args.out))
     return build_figures(args.figure or list(list_figures()), profile, out_dir,
                          executor=_executor(args, echo), results_dir=args.results_dir,
                          mirrors=args.mirror, run=not args.no_run, echo=echo)

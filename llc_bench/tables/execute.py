@@ -144,14 +144,21 @@ class Executor:
         stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
         return self.results_dir / "hydra" / "tables" / f"{stamp}_{tag}"
 
+    def arguments(self, launch: Launch, launcher: str | None = None, jobs: int | None = None,
+                  extra: Iterable[str] = ()) -> list[str]:
+        """The `llc-bench run -m` arguments of ``launch`` (without the sweep directory):
+        what ``tables --dry-run`` prints, so a copy writes where the build would."""
+        launcher = launcher or self.launcher
+        return [*launch.arguments(), f"results_dir={hydra_value(str(self.results_dir))}",
+                *self.run_args, *extra,
+                *launcher_overrides(launcher, self.jobs if jobs is None else jobs,
+                                    self.launcher_args if launcher == self.launcher else ())]
+
     def _launch(self, launch: Launch, tag: str, launcher: str, jobs: int,
                 extra: Iterable[str] = ()) -> tuple[int, Path]:
         sweep_dir = self._sweep_dir(tag)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        argv = [*self.command, *launch.arguments(),
-                f"results_dir={hydra_value(str(self.results_dir))}", *self.run_args, *extra,
-                *launcher_overrides(launcher, jobs, self.launcher_args if launcher ==
-                                    self.launcher else ()),
+        argv = [*self.command, *self.arguments(launch, launcher, jobs, extra),
                 f"hydra.sweep.dir={hydra_value(str(sweep_dir))}"]
         log = sweep_dir / "tables-launch.log"
         shown = " ".join(["llc-bench run -m", *argv[len(self.command):]])
