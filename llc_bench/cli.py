@@ -39,6 +39,8 @@ commands:
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
   tune       select a model's hyper-parameters on a dataset's training split and write the
              preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
+  predict    apply a model kept with save_model=true to a data file:
+             llc-bench predict results-scratch/models/HASH.llcm new.csv --out preds.csv
   datasets   list the datasets, show one, fetch its files, or convert them to a row store:
              llc-bench datasets [list | info NAME | fetch NAME | convert NAME]
   tables     regenerate the papers' tables beside their numbers (runs what is missing):
@@ -300,6 +302,25 @@ def version() -> str:
         return __version__
 
 
+def predict_command(argv: list[str]) -> None:
+    """`llc-bench predict MODEL_FILE DATA_FILE [--out PATH]`."""
+    import argparse
+
+    from llc_bench.experiment.predict import predict_file
+
+    parser = argparse.ArgumentParser(
+        prog="llc-bench predict",
+        description="Apply a model kept by `llc-bench run ... save_model=true` "
+        "(<results_dir>/models/<hash>.llcm) to a CSV or svmlight file read with the training "
+        "file's options; writes one row per input (predicted label, decision values, and the "
+        "file's label when it has one) and prints the accuracy when the file has labels.")
+    parser.add_argument("model", help="a model file (.llcm)")
+    parser.add_argument("data", help="a data file in the training file's format")
+    parser.add_argument("--out", help="write the predictions here (CSV; default: stdout)")
+    args = parser.parse_args(argv)
+    predict_file(args.model, args.data, out=args.out, echo=print)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv and not _debug():
@@ -324,6 +345,8 @@ def main(argv: list[str] | None = None) -> None:
             datasets_command(rest)
         elif command == "tune":
             tune_command(rest)
+        elif command == "predict":
+            predict_command(rest)
         elif command in ("results", "runs"):
             from llc_bench.experiment.query import results_command
 
@@ -335,8 +358,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
         else:
-            fail(f"unknown command {command!r} (choose from: run, tune, datasets, tables, "
-                 "figures, results)",
+            fail(f"unknown command {command!r} (choose from: run, tune, predict, datasets, "
+                 "tables, figures, results)",
                  code=2)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
     except BrokenPipeError:

@@ -35,6 +35,11 @@ class Dataset:
     classes: list[str]
     n_features: int
     info: dict = field(repr=False)
+    preprocess: dict | None = field(default=None, repr=False)
+    """How a new file's rows become this dataset's features (``llc-bench predict``): the
+    source ``format`` and parser ``options``, ``n_features``, ``feature_names`` (a CSV
+    header), ``value_scale``, ``sparse``, the scaler's ``mean`` / ``scale`` (arrays or None)
+    and the label ``names`` in encoded order (binary: [negative, positive])."""
 
     @property
     def n_train(self) -> int:

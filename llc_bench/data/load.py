@@ -272,6 +272,7 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     value_scale = source.value_scale if source is not None else None
     X_tr, X_te = (_as_float(X, spec.sparse, value_scale) for X in (X_tr, X_te))
     scaling = {"method": spec.scaling, "fitted_on": "train"}
+    scaler = None
     if spec.scaling != "none":
         scaler = (fit_standard if spec.scaling == "standard" else fit_center)(X_tr)
         X_tr, X_te = scaler.transform(X_tr, copy=False), scaler.transform(X_te, copy=False)
@@ -303,7 +304,28 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
         "timings": {"load": loaded - start, "preprocess": done - loaded},
     }
     return Dataset(spec.name, coder.task, X_tr, y_tr.astype(np.int64), X_te,
-                   y_te.astype(np.int64), list(coder.classes), int(X_tr.shape[1]), info)
+                   y_te.astype(np.int64), list(coder.classes), int(X_tr.shape[1]), info,
+                   _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder))
+
+
+def _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder) -> dict | None:
+    """What ``llc-bench predict`` needs to turn a new file's rows into these features (one
+    file source only: own files, and the built-in datasets read from one format)."""
+    if source is None or len({e.format for e in source.files}) != 1:
+        return None
+    options = dict(source.files[0].options)
+    for record in provenance.get("files") or ():
+        if isinstance(record.get("zero_based"), dict):  # the index base decided at load
+            options["zero_based"] = bool(record["zero_based"].get("zero_based"))
+    names = next((p.feature_names for p in parts.values()
+                  if getattr(p, "feature_names", None)), None)
+    return {"format": source.files[0].format, "options": options,
+            "n_features": int(X_tr.shape[1]), "feature_names": names,
+            "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)),
+            "mean": None if scaler is None else scaler.mean,
+            "scale": None if scaler is None else scaler.scale,
+            "names": list(coder.classes), "value_of": dict(coder.value_of),
+            "task": coder.task}
 
 
 def dataset_status(spec, home: str | Path | None = None,

@@ -31,6 +31,7 @@ class Part:
     label_codes: np.ndarray
     files: list[str] = field(default_factory=list)
     label_source: str | None = None
+    feature_names: list[str] | None = None  # a CSV header's names of the feature columns
 
     @property
     def n_rows(self) -> int:
@@ -209,7 +210,10 @@ def assemble(spec: DatasetSpec, name: str, files: list[tuple[FileEntry, Path, Pa
         raise DatasetError(f"{', '.join(paths)}: {X.shape[0]} feature rows but "
                            f"{len(label_codes)} labels ({name})")
     sources = [p.meta.get("label_source") for e, _, p in files if e.kind in ("xy", "y")]
-    part = Part(X, label_names, label_codes, paths, next((s for s in sources if s), None))
+    names = next((p.meta.get("names") for e, _, p in files
+                  if e.kind in ("xy", "x") and p.meta.get("names")), None)
+    part = Part(X, label_names, label_codes, paths, next((s for s in sources if s), None),
+                names)
     _check_counts(spec, name, ", ".join(paths), part.n_rows, part.label_counts())
     return part
 

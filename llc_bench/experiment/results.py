@@ -25,7 +25,7 @@ RECORD_VERSION = 1
 REQUIRED_KEYS = ("record_version", "config_hash", "config", "seed", "dataset", "model",
                  "metrics", "timings", "versions", "status")
 # Keys of the run config that do not change the numbers a run produces.
-NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra", "progress")
+NON_SEMANTIC_KEYS = ("force", "results_dir", "data", "hydra", "progress", "save_model")
 
 
 def semantic_config(config: Mapping) -> dict:
@@ -88,12 +88,17 @@ def file_mode() -> int:
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so readers never see a partial file (a temporary file in
     the same directory, fsync, ``os.replace``), with the mode the umask allows."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """``atomic_write_text`` for bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fchmod(handle.fileno(), file_mode())
             os.fsync(handle.fileno())

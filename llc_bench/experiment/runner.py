@@ -265,23 +265,28 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     pin_identity(config["dataset"], config.get("data") or {}, estimator)
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
-    if not config.get("force") and _cache_hit(store, key):
+    model = bool(config.get("save_model"))
+    if not config.get("force") and _cache_hit(store, key, model):
         return _cached(store, key, output_dir, config, echo)
     store.check_writable()
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
-        if not config.get("force") and _cache_hit(store, key):  # the run we waited for made it
+        if not config.get("force") and _cache_hit(store, key, model):  # the run we waited for
             return _cached(store, key, output_dir, config, echo)
         with run_window(store.root, key) as window:  # the store's start/stop log
             return _run(config, key, seed, estimator, store, output_dir, echo, window)
 
 
-def _cache_hit(store, key) -> bool:
+def _cache_hit(store, key, model: bool = False) -> bool:
     """A record of this config is in the store, and was scored as its config says: a run
     of ``dataset=file`` with ``dataset.validation`` made before own files honoured it
-    scored the test split (its ``data.validation`` is null) and is run again."""
+    scored the test split (its ``data.validation`` is null) and is run again.  With
+    ``model`` (``save_model=true``) its model file must be there too."""
     if not store.has(key):
         return False
     record = store.load(key)
+    if model and not (record.get("model_file")
+                      and (store.root / record["model_file"]).is_file()):
+        return False
     return ((record.get("config") or {}).get("dataset") or {}).get("validation") is None \
         or (record.get("data") or {}).get("validation") is not None
 
@@ -365,6 +370,13 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         "run_window": window.record() if window is not None else None,
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
+    if config.get("save_model"):  # the model file first: a record never points to nothing
+        from llc_bench.experiment.model_files import SUFFIX, save_model
+
+        relative = f"models/{key}{SUFFIX}"
+        save_model(estimator, store.root / relative, preprocess=ds.preprocess,
+                   config_hash=key, versions=record["versions"])
+        record["model_file"] = relative
     path = store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)

@@ -1,0 +1,170 @@
+"""Model files (.llcm), `save_model=true` and `llc-bench predict`."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from conftest import compose_run
+
+from llc_bench.cli import main
+from llc_bench.errors import ConfigError
+from llc_bench.experiment.model_files import FORMAT_VERSION, load_model, save_model
+from llc_bench.experiment.runner import build_estimator
+
+FAMILIES = ["linear", "kernel", "llsvm", "lcc_svm", "sapl", "jo", "ml3", "occ_lib_g",
+            "occ_peg_c", "ldkl", "csvm", "svm_knn", "lcc_svm_lcc", "nystroem"]
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
+    X, y = _data()
+    for labels in (y, (y > 0).astype(int)):  # three classes, then two
+        config = compose_run(f"model={model}", "trainer.history=false" if model in (
+            "llsvm", "lcc_svm", "sapl", "jo", "occ_peg_c", "ldkl") else "seed=0",
+            tmp_path=tmp_path)
+        estimator = build_estimator(config).fit(X, labels)
+        path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
+                          config_hash="abc", versions={})
+        loaded, meta = load_model(path)
+        assert type(loaded) is type(estimator) and meta["config_hash"] == "abc"
+        X_new = _data(50, seed=1)[0]
+        assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
+                              np.asarray(estimator.decision_function(X_new)))
+        assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+
+
+def _csv(path, X, labels, header=True):
+    lines = ([",".join([f"f{j}" for j in range(X.shape[1])] + ["kind"])] if header else [])
+    lines += [",".join([repr(float(v)) for v in row] + [lab]) for row, lab in zip(X, labels,
+                                                                                  strict=True)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def kept(tmp_path, capsys):
+    X, y = _data(400)
+    names = np.array(["low", "mid", "high"])
+    X_te, y_te = _data(150, seed=2)
+    train = _csv(tmp_path / "train.csv", X, names[y])
+    test = _csv(tmp_path / "test.csv", X_te, names[y_te])
+    main(["run", "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
+          "model=llsvm", "tune=off", "save_model=true", f"results_dir={tmp_path / 'store'}",
+          "progress=off"])
+    out = capsys.readouterr().out
+    record_path = next((tmp_path / "store" / "runs").glob("*.json"))
+    record = json.loads(record_path.read_text())
+    assert "models/" in record["model_file"] and out
+    return tmp_path, record, test, X_te, names[y_te]
+
+
+def test_predict_reproduces_the_record_s_test_accuracy(kept, capsys):
+    tmp_path, record, test, X_te, truth = kept
+    model = tmp_path / "store" / record["model_file"]
+    main(["predict", str(model), str(test), "--out", str(tmp_path / "preds.csv")])
+    err = capsys.readouterr().err
+    lines = (tmp_path / "preds.csv").read_text().splitlines()
+    assert lines[0] == "predicted,decision_high,decision_low,decision_mid,label"  # sorted
+    predicted = [line.split(",")[0] for line in lines[1:]]
+    accuracy = np.mean(np.array(predicted) == truth)
+    assert accuracy == pytest.approx(record["metrics"]["test_accuracy"], abs=0)
+    assert f"accuracy {100 * record['metrics']['test_accuracy']:.2f}% on 150 rows" in err
+    # a file without the label column: predictions only, no accuracy
+    _csv_no_label = tmp_path / "new.csv"
+    _csv_no_label.write_text("\n".join(
+        ["f0,f1,f2,f3"] + [",".join(repr(float(v)) for v in row) for row in X_te]) + "\n")
+    main(["predict", str(model), str(_csv_no_label)])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1:] == [line.rsplit(",", 1)[0] for line in lines[1:]]
+    assert "accuracy" not in captured.err
+
+
+def _error(capsys, *args) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(list(args))
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llc-bench: error: ")
+    return lines[0]
+
+
+def test_bad_model_files_are_one_line_errors(kept, capsys):
+    tmp_path, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    text = tmp_path / "not_a_model.llcm"
+    text.write_text("hello")
+    assert "not an llc-bench model file" in _error(capsys, "predict", str(text), str(test))
+    truncated = tmp_path / "truncated.llcm"
+    truncated.write_bytes(model.read_bytes()[:200])
+    assert "truncated" in _error(capsys, "predict", str(truncated), str(test))
+    other = tmp_path / "other.llcm"
+    with zipfile.ZipFile(model) as src, zipfile.ZipFile(other, "w") as dst:
+        meta = json.loads(src.read("meta.json"))
+        meta["format_version"] = FORMAT_VERSION + 1
+        dst.writestr("meta.json", json.dumps(meta))
+        dst.writestr("model.skops", src.read("model.skops"))
+    assert f"format_version {FORMAT_VERSION + 1}" in _error(capsys, "predict", str(other),
+                                                            str(test))
+    assert "no such model file" in _error(capsys, "predict", str(tmp_path / "nope.llcm"),
+                                          str(test))
+    with pytest.raises(ConfigError):
+        load_model(text)
+
+
+def test_bad_data_files_are_one_line_errors(kept, capsys):
+    tmp_path, record, test, X_te, truth = kept
+    model = str(tmp_path / "store" / record["model_file"])
+    fewer = _csv(tmp_path / "fewer.csv", X_te[:, :3], truth)
+    assert "missing the column(s) f3" in _error(capsys, "predict", model, str(fewer))
+    renamed = tmp_path / "renamed.csv"
+    renamed.write_text(test.read_text().replace("f0,f1", "f1,f0", 1))
+    assert "another order" in _error(capsys, "predict", model, str(renamed))
+    unseen = _csv(tmp_path / "unseen.csv", X_te, np.array(["huge"] * len(X_te)))
+    assert "'huge' the model never saw" in _error(capsys, "predict", model, str(unseen))
+    headless = _csv(tmp_path / "headless.csv", X_te[:, :2], truth, header=False)
+    assert "missing the column(s)" in _error(capsys, "predict", model, str(headless))
+
+
+def test_save_model_does_not_change_the_cache_key_and_refits_when_the_file_is_missing(
+        kept, capsys):
+    tmp_path, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    args = ["run", "dataset=file", f"dataset.train={tmp_path / 'train.csv'}",
+            f"dataset.test={test}", "model=llsvm", "tune=off",
+            f"results_dir={tmp_path / 'store'}", "progress=off"]
+    main(args)
+    assert "(cached)" in capsys.readouterr().out   # the same key without save_model
+    model.unlink()
+    main([*args, "save_model=true"])
+    assert "(cached)" not in capsys.readouterr().out and model.is_file()
+
+
+def test_predict_on_a_sparse_svmlight_file(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _data(300)
+    X[np.abs(X) < 0.7] = 0.0  # sparse rows
+    X_te, y_te = _data(100, seed=3)
+    X_te[np.abs(X_te) < 0.7] = 0.0
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    dump_svmlight_file(X_te, y_te, str(tmp_path / "test.svm"), zero_based=False)
+    main(["run", "dataset=file", f"dataset.train={tmp_path / 'train.svm'}",
+          f"dataset.test={tmp_path / 'test.svm'}", "dataset.format=svmlight",
+          "dataset.sparse=true", "model=linear", "save_model=true",
+          f"results_dir={tmp_path / 'store'}", "progress=off"])
+    capsys.readouterr()
+    record = json.loads(next((tmp_path / "store" / "runs").glob("*.json")).read_text())
+    main(["predict", str(tmp_path / "store" / record["model_file"]),
+          str(tmp_path / "test.svm"), "--out", str(tmp_path / "p.csv")])
+    err = capsys.readouterr().err
+    assert f"accuracy {100 * record['metrics']['test_accuracy']:.2f}% on 100 rows" in err
