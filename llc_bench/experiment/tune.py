@@ -406,7 +406,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     report = {
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
-        "kept_default": kept,
+        "kept_default": kept, "defaults_first": first is not None,
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
         "stopped_by": "budget" if stopped else "trials",
@@ -430,6 +430,17 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
                 "error(s)" if kept else "")
              + ")")
     return chosen, report
+
+
+def score_setting(config: Mapping, X, y, build: Callable) -> float:
+    """The validation accuracy of the run config as it is (no search), on the splits a
+    selection with its ``tune`` settings would use: a preset outside the space scored on
+    the same rows as the trials."""
+    _, splits = _splits(X, y, config["tune"], int(config["seed"]))
+    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
+    objective = _Objective({**config, "tune": {**config["tune"], "space": {},
+                                                "budget_s": None}}, build, parts, None)
+    return objective(_optuna().trial.FixedTrial({}))
 
 
 def _keep_default(study, first, n_validation: int, n_se: float):

@@ -192,12 +192,15 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     chosen, report = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
     first = report["trials"][0]
     hand = None
-    if old and first["number"] == 0 and first["folds_scored"] and all(
-            _nested_get(old, k) in (None, v) for k, v in first["params"].items()):
-        hand = first["score"]
-    if hand is not None and report["validation_accuracy"] < hand:
-        chosen = first["params"]  # never worse on validation than the preset it replaces
-    body = _merge(old, _nested(chosen))
+    if old and report["defaults_first"] and first["number"] == 0 and first["folds_scored"]:
+        hand = first["score"]  # trial 0: the composed config, the preset's values in it
+    if hand is None and old:  # the preset lies outside the space: score it as it is
+        from llc_bench.experiment.tune import score_setting
+
+        hand = score_setting(config, ds.X_train, ds.y_train, build_estimator)
+    kept = hand is not None and (report["validation_accuracy"] < hand or report["kept_default"])
+    # never worse on validation than the preset it replaces: then the preset stays as it is
+    body = old if kept else _merge(old, _nested(chosen))
     budget = report["budget"]
     command = " ".join(["llc-bench", "tune", model, dataset, f"--seed {seed}",
                         *(shlex.quote(o) for o in overrides)])
@@ -214,10 +217,13 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         + (f", the preset it replaces {100 * hand:.2f}%" if hand is not None else
            ", no earlier preset scored (none, or outside the space)") + ".",
     ]
-    if report["at_edge"]:
+    if kept:
+        header.append("# The preset scored at least as well (or within one standard error): "
+                      "its values are kept.")
+    elif report["at_edge"]:
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
     atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
-    return out, {**report, "hand_validation_accuracy": hand}
+    return out, {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
 
 
 def _nested_get(tree: dict, dotted: str):
