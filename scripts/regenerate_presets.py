@@ -115,8 +115,7 @@ def main(argv=None) -> None:
         hand, new = report["hand_validation_accuracy"], report["validation_accuracy"]
         better = hand is None or new >= hand
         verdict = ("no hand score" if hand is None else
-                   "kept the hand setting" if report["kept_default"] else
-                   "replace" if better else "keep the hand preset")
+                   "keep the hand preset" if report["kept_preset"] else "replace")
         rows_out.append(
             f"| {path.stem} | {report['rows']} | {cost_text} | "
             + ("-" if hand is None else f"{100 * hand:.2f}") + f" | {100 * new:.2f} | "
@@ -124,7 +123,7 @@ def main(argv=None) -> None:
                         for k, v in report["chosen"].items())
             + f" | {time.perf_counter() - start:.0f} | {verdict} |")
         print(rows_out[-1], flush=True)
-        if args.replace and better and not report["kept_default"] and hand is not None:
+        if args.replace and better and not report["kept_preset"] and hand is not None:
             shutil.copyfile(written, path)
     print("\n".join(rows_out))
 
