@@ -407,6 +407,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
         "kept_default": kept, "defaults_first": first is not None,
+        "validation_rows": min(len(y), sum(len(va) for _, va in splits)),
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
         "stopped_by": "budget" if stopped else "trials",
@@ -453,11 +454,15 @@ def _keep_default(study, first, n_validation: int, n_se: float):
     if (first is None or n_se <= 0 or default.state.name != "COMPLETE"
             or best.number == default.number):
         return best, False
-    p = min(max(best.value, 0.5 / n_validation), 1 - 0.5 / n_validation)
-    margin = n_se * math.sqrt(p * (1 - p) / n_validation)
-    if best.value - default.value <= margin:
+    if best.value - default.value <= noise_margin(best.value, n_validation, n_se):
         return default, True
     return best, False
+
+
+def noise_margin(accuracy: float, n_validation: int, n_se: float) -> float:
+    """``n_se`` standard errors of an accuracy measured on ``n_validation`` rows."""
+    p = min(max(accuracy, 0.5 / n_validation), 1 - 0.5 / n_validation)
+    return n_se * math.sqrt(p * (1 - p) / n_validation)
 
 
 def _first_failure(study) -> str:

@@ -198,7 +198,12 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         from llc_bench.experiment.tune import score_setting
 
         hand = score_setting(config, ds.X_train, ds.y_train, build_estimator)
-    kept = hand is not None and (report["validation_accuracy"] < hand or report["kept_default"])
+    from llc_bench.experiment.tune import noise_margin
+
+    margin = noise_margin(report["validation_accuracy"], report["validation_rows"],
+                          float(config["tune"].get("keep_default_se") or 0.0))
+    kept = hand is not None and (report["kept_default"]
+                                 or report["validation_accuracy"] - hand <= margin)
     # never worse on validation than the preset it replaces: then the preset stays as it is
     body = old if kept else _merge(old, _nested(chosen))
     budget = report["budget"]
