@@ -216,8 +216,9 @@ def results_command(argv: list[str], echo=print) -> None:
         prog="llc-bench results",
         description="List the run records of a results store as a table (filtered), or "
         "export them with the run config flattened into dotted columns.")
-    parser.add_argument("--results-dir", default="results", help="results store (default: "
-                        "results)")
+    parser.add_argument("--results-dir", default="results-scratch",
+                        help="results store (default: results-scratch, where `llc-bench run` "
+                        "writes; the committed records of the tables: results)")
     parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
                         help="only this dataset (repeatable)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME",

@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", required=True, help="model preset, e.g. llsvm")
     parser.add_argument("--dataset", required=True, help="dataset config, e.g. banana")
     parser.add_argument("--seed", type=int, default=0, help="the sweep's seed (default: 0)")
-    parser.add_argument("--results-dir", default="results",
-                        help="the store holding optuna.db (default: results)")
+    parser.add_argument("--results-dir", default="results-scratch",
+                        help="the store holding optuna.db (default: results-scratch)")
     parser.add_argument("--out", help="output file (default: conf/tuned/<model>_<dataset>.yaml)")
     parser.add_argument("--force", action="store_true", help="replace an existing file")
     args = parser.parse_args(argv)
