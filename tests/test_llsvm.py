@@ -8,7 +8,7 @@ from liblinear.liblinearutil import train as ll_train
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import InverseDistanceCoding, SoftKNNCoding
-from llc_bench.models import LCCSVMClassifier, LLSVMClassifier
+from llc_bench.models import JOClassifier, LCCSVMClassifier, LLSVMClassifier, SAPLClassifier
 from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.llc_sgd import (
@@ -300,7 +300,7 @@ def _expected_failures(estimator):
 
 @pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # k-means on duplicated rows
 @parametrize_with_checks(
-    [LLSVMClassifier(), LCCSVMClassifier()],
+    [LLSVMClassifier(), LCCSVMClassifier(), SAPLClassifier(epochs=3), JOClassifier(epochs=3)],
     expected_failed_checks=_expected_failures,
 )
 def test_sklearn_compatible(estimator, check):

@@ -168,3 +168,20 @@ def test_predict_on_a_sparse_svmlight_file(tmp_path, capsys):
           str(tmp_path / "test.svm"), "--out", str(tmp_path / "p.csv")])
     err = capsys.readouterr().err
     assert f"accuracy {100 * record['metrics']['test_accuracy']:.2f}% on 100 rows" in err
+
+
+@pytest.mark.parametrize("model,cls", [("llsvm", "LLSVMClassifier"), ("sapl", "SAPLClassifier"),
+                                       ("jo", "JOClassifier"), ("lcc_svm", "LCCSVMClassifier")])
+def test_an_estimator_per_method_has_its_preset_s_defaults(model, cls):
+    import llc_bench.models as models
+    from llc_bench.experiment.presets import from_preset
+
+    assert from_preset(model).get_params() == getattr(models, cls)(random_state=0).get_params()
+
+
+def test_from_preset_applies_the_dataset_s_tuned_preset_and_overrides():
+    from llc_bench.experiment.presets import from_preset
+
+    assert from_preset("llsvm", "usps").lambda_ == 1e-3          # conf/tuned/llsvm_usps.yaml
+    assert from_preset("llsvm").lambda_ == 1e-4                  # the model preset alone
+    assert from_preset("sapl", None, "coding.n_anchors=20").n_anchors == 20

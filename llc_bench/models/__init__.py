@@ -1,4 +1,23 @@
+"""The estimators, one per method (scikit-learn's ``fit / predict / decision_function``).
 
-from .llsvm import LCCSVMClassifier, LLSVMClassifier  # noqa: E402,F401
-from .ml3 import ML3Classifier, select_lambda  # noqa: E402,F401
-from .occ import OCCClassifier  # noqa: E402,F401
+The locally linear models: :class:`LLSVMClassifier` (Ladický & Torr 2011),
+:class:`SAPLClassifier` (LLC-SAPL), :class:`JOClassifier` (LLC-JO),
+:class:`LCCSVMClassifier` (LCC+SVM), :class:`ML3Classifier` (Fornoni et al. 2013),
+:class:`OCCClassifier` (OCC anchor planes), :class:`LDKLClassifier` (Jose et al. 2013),
+:class:`ClusteredSVMClassifier` (Gu & Han 2013), :class:`SVMKNNClassifier` (Zhang et al.
+2006), :class:`LCCLinearSVMClassifier` (a linear SVM on LLC codes); the baselines
+:class:`LinearSVMClassifier`, :class:`KernelSVMClassifier` and
+:class:`NystroemSVMClassifier`.  ``llc_bench.experiment.presets.from_preset`` builds the
+estimator a run of a model preset (and a dataset's tuned preset) would build.
+"""
+
+from .csvm import ClusteredSVMClassifier  # noqa: F401
+from .kernel import KernelSVMClassifier  # noqa: F401
+from .lcc_linear import LCCLinearSVMClassifier  # noqa: F401
+from .ldkl import LDKLClassifier  # noqa: F401
+from .linear import LinearSVMClassifier  # noqa: F401
+from .llsvm import JOClassifier, LCCSVMClassifier, LLSVMClassifier, SAPLClassifier  # noqa: F401
+from .ml3 import ML3Classifier, select_lambda  # noqa: F401
+from .nystroem import NystroemSVMClassifier  # noqa: F401
+from .occ import OCCClassifier  # noqa: F401
+from .svm_knn import SVMKNNClassifier  # noqa: F401

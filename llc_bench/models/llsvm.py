@@ -33,6 +33,7 @@ and ``fit_info_`` = {"timings", "history", "model_size", "anchors", "coding",
 
 from __future__ import annotations
 
+import inspect
 import time
 from numbers import Integral
 
@@ -645,6 +646,27 @@ class LLSVMClassifier(_LocalSVMBase):
         self.sgd_dtype = sgd_dtype
 
 
+def _init_with(base_init, **defaults):
+    """``base_init`` with other defaults: the ``__init__`` of a preset of an estimator.
+    scikit-learn reads the parameters from its signature (``get_params``, ``clone``)."""
+    signature = inspect.signature(base_init)
+    unknown = set(defaults) - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"not parameters of {base_init.__qualname__}: {sorted(unknown)}")
+    signature = signature.replace(parameters=[
+        p.replace(default=defaults[p.name]) if p.name in defaults else p
+        for p in signature.parameters.values()])
+
+    def __init__(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        base_init(**bound.arguments)
+
+    __init__.__signature__ = signature
+    __init__.__doc__ = base_init.__doc__
+    return __init__
+
+
 class LCCSVMClassifier(_LocalSVMBase):
     """LCC+SVM: a linear SVM on the local coordinates, f(x) = bᵀγ(x) (W fixed at 0).
 
@@ -655,66 +677,33 @@ class LCCSVMClassifier(_LocalSVMBase):
     a linear SVM on γ(x) alone (LLC-SAPL §3.3).
     """
 
-    def __init__(
-        self,
-        n_anchors=100,
-        k=8,
-        coding="soft_knn",
-        beta="auto",
-        power=1.0,
-        anchor_method="kmeans",
-        lambda_=1e-4,
-        epochs=10,
-        t0=None,
-        bias_scale="auto",
-        skip=None,
-        init="liblinear",
-        use_W=False,
-        max_nnz=DEFAULT_MAX_NNZ,
-        history=True,
-        random_state=None,
-        mu=1.0,
-        learn_anchors=False,
-        anchor_scale=1.0,
-        anchor_step_max=None,
-        lambda_grid=None,
-        cv_folds=5,
-        cv_max_rows=None,
-        kmeans_sample=20000,
-        kmeans_tol=None,
-        init_solver="dual_cd",
-        init_eps=None,
-        calibration_passes=None,
-        calibration_coarse_step=None,
-        sgd_dtype=None,
-    ):
-        self.n_anchors = n_anchors
-        self.k = k
-        self.coding = coding
-        self.beta = beta
-        self.power = power
-        self.anchor_method = anchor_method
-        self.lambda_ = lambda_
-        self.epochs = epochs
-        self.t0 = t0
-        self.bias_scale = bias_scale
-        self.skip = skip
-        self.init = init
-        self.use_W = use_W
-        self.max_nnz = max_nnz
-        self.history = history
-        self.random_state = random_state
-        self.mu = mu
-        self.learn_anchors = learn_anchors
-        self.anchor_scale = anchor_scale
-        self.anchor_step_max = anchor_step_max
-        self.lambda_grid = lambda_grid
-        self.cv_folds = cv_folds
-        self.cv_max_rows = cv_max_rows
-        self.kmeans_sample = kmeans_sample
-        self.kmeans_tol = kmeans_tol
-        self.init_solver = init_solver
-        self.init_eps = init_eps
-        self.calibration_passes = calibration_passes
-        self.calibration_coarse_step = calibration_coarse_step
-        self.sgd_dtype = sgd_dtype
+    __init__ = _init_with(LLSVMClassifier.__init__, coding="soft_knn", use_W=False)
+
+
+class SAPLClassifier(LLSVMClassifier):
+    """LLC-SAPL (Mao, Hu, Lei, Wu & Li 2015): locally linear coding with supervised anchor
+    point learning.  The soft-assignment coding over the k nearest anchors (eq. 2), the
+    LIBLINEAR start on z = γ(x) ⊗ [x; 1] (eq. 20), then SGD that moves the k active
+    anchors with the classifier on every margin violation (eqs. 15-17).
+
+    Same parameters as :class:`LLSVMClassifier` (the ``sapl`` preset); the defaults
+    differ: coding "soft_knn", ``learn_anchors=True`` and ``anchor_scale=0.01`` (the
+    paper's rate 1/(λ(t + t0)) moves the anchors far too much at small λ).
+    """
+
+    __init__ = _init_with(LLSVMClassifier.__init__, coding="soft_knn", learn_anchors=True,
+                          anchor_scale=0.01)
+
+
+class JOClassifier(LLSVMClassifier):
+    """LLC-JO (Zhang et al.): locally linear classifiers with an adaptive local coding,
+    jointly optimised with the anchors.  The coding keeps, per sample, the k* nearest
+    anchors that the Lipschitz-to-noise ratio ``mu`` admits (k* ≤ k), and the anchors move
+    with the classifier as in LLC-SAPL.
+
+    Same parameters as :class:`LLSVMClassifier` (the ``jo`` preset); the defaults differ:
+    coding "adaptive_knn", ``learn_anchors=True`` and ``anchor_scale=0.01``.
+    """
+
+    __init__ = _init_with(LLSVMClassifier.__init__, coding="adaptive_knn", learn_anchors=True,
+                          anchor_scale=0.01)
