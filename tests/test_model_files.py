@@ -185,3 +185,28 @@ def test_from_preset_applies_the_dataset_s_tuned_preset_and_overrides():
     assert from_preset("llsvm", "usps").lambda_ == 1e-3          # conf/tuned/llsvm_usps.yaml
     assert from_preset("llsvm").lambda_ == 1e-4                  # the model preset alone
     assert from_preset("sapl", None, "coding.n_anchors=20").n_anchors == 20
+
+
+def test_calibration_adds_probabilities_without_changing_the_model(kept, capsys):
+    tmp_path, record, test, *_ = kept
+    args = ["run", "dataset=file", f"dataset.train={tmp_path / 'train.csv'}",
+            f"dataset.test={test}", "model=llsvm", "tune=off", "save_model=true",
+            f"results_dir={tmp_path / 'store'}", "progress=off"]
+    main([*args, "calibration=sigmoid"])
+    capsys.readouterr()
+    records = [json.loads(p.read_text()) for p in (tmp_path / "store" / "runs").glob("*.json")]
+    calibrated = next(r for r in records if r["config"].get("calibration"))
+    assert calibrated["config_hash"] != record["config_hash"]
+    metrics = calibrated["metrics"]
+    assert metrics["test_accuracy"] == record["metrics"]["test_accuracy"]  # the same model
+    assert 0 < metrics["test_log_loss"] < 1.0 and 0 <= metrics["test_brier"] < 0.5
+    assert calibrated["calibration"]["method"] == "sigmoid"
+    assert calibrated["timings"]["calibration"] > 0
+    model = tmp_path / "store" / calibrated["model_file"]
+    main(["predict", str(model), str(test), "--out", str(tmp_path / "p.csv")])
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0].split(",")[4:7] == ["proba_high", "proba_low", "proba_mid"]
+    proba = np.array([[float(v) for v in line.split(",")[4:7]] for line in lines[1:]])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    capsys.readouterr()
+    assert "calibration='often'" in _error(capsys, *args, "calibration=often")

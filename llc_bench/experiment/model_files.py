@@ -28,9 +28,12 @@ from llc_bench.experiment.results import atomic_write_bytes
 FORMAT_VERSION = 1
 SUFFIX = ".llcm"
 # Types outside llc_bench that a model may hold and skops does not trust by default
-# (SVM-KNN's neighbour index).
+# (SVM-KNN's neighbour index; the calibration of calibration=...).
 TRUSTED = ("sklearn.metrics._dist_metrics.EuclideanDistance64",
-           "sklearn.neighbors._kd_tree.KDTree", "sklearn.neighbors._ball_tree.BallTree")
+           "sklearn.neighbors._kd_tree.KDTree", "sklearn.neighbors._ball_tree.BallTree",
+           "sklearn.calibration._CalibratedClassifier",
+           "sklearn.calibration._SigmoidCalibration", "sklearn.isotonic.IsotonicRegression",
+           "sklearn.model_selection._split.StratifiedKFold")
 
 
 def _plain(value):
@@ -46,15 +49,23 @@ def _plain(value):
     return value
 
 
+def base_estimator(model):
+    """The classifier itself: a calibrated model (``calibration=...``) wraps it."""
+    wrapped = getattr(model, "calibrated_classifiers_", None)
+    return wrapped[0].estimator if wrapped else model
+
+
 def save_model(estimator, path, *, preprocess: dict | None, config_hash: str | None,
                versions: dict) -> Path:
     """Write ``estimator`` (fitted) and its metadata to ``path`` (atomically)."""
     import skops.io as sio
 
+    base = base_estimator(estimator)
     meta = {
         "format_version": FORMAT_VERSION,
-        "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__}",
-        "params": _plain({k: v for k, v in estimator.get_params(deep=False).items()}),
+        "estimator": f"{type(base).__module__}.{type(base).__qualname__}",
+        "params": _plain({k: v for k, v in base.get_params(deep=False).items()}),
+        "probabilities": getattr(estimator, "method", None) if base is not estimator else None,
         "classes": _plain(np.asarray(estimator.classes_)),
         "n_features": int(getattr(estimator, "n_features_in_", 0) or 0),
         "preprocess": _plain(preprocess),

@@ -86,9 +86,11 @@ def read_rows(path, pre: dict):
 def predict_file(model_path, data_path, out=None, echo=print) -> dict:
     """Write the predictions of ``model_path`` on ``data_path`` (CSV) to ``out`` (or
     stdout); returns {"rows", "accuracy"}."""
+    from llc_bench.experiment.model_files import base_estimator
     from llc_bench.models._validation import labels_from_scores
 
-    estimator, meta = load_model(model_path)
+    model, meta = load_model(model_path)
+    estimator = base_estimator(model)
     pre = meta.get("preprocess")
     if not pre:
         raise ConfigError(f"{model_path}: the model file holds no preprocessing (a streamed "
@@ -113,8 +115,13 @@ def predict_file(model_path, data_path, out=None, echo=print) -> dict:
     writer = csv.writer(buffer, lineterminator="\n")
     columns = (["decision"] if scores.ndim == 1 else
                [f"decision_{names[i] if not binary else i}" for i in range(scores.shape[1])])
+    proba = model.predict_proba(X) if model is not estimator else None
+    if proba is not None:
+        columns += [f"proba_{name_of(c)}" for c in classes]
     writer.writerow(["predicted", *columns, *(["label"] if labels is not None else [])])
     rows = scores.reshape(len(scores), -1)
+    if proba is not None:
+        rows = np.hstack([rows, proba])
     for i, value in enumerate(predicted):
         writer.writerow([name_of(value), *(repr(float(s)) for s in rows[i]),
                          *([labels[i]] if labels is not None else [])])

@@ -257,6 +257,9 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     from llc_bench.data.registry import resolve_spec
 
     resolve_spec(config["dataset"])  # the dataset's keys and values, before the store
+    from llc_bench.experiment.calibration import check_setting
+
+    check_setting(config.get("calibration"))
     prepare_config(config, fixed)
     estimator = build_estimator(config)  # a one-point search space may have set a value
     _pin_custom_files(config["dataset"])
@@ -325,6 +328,19 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
+    kept, probabilities = estimator, {}
+    if config.get("calibration"):  # probabilities: calibrated on held-out training rows
+        from llc_bench.experiment.calibration import calibrate, probability_metrics
+
+        if hasattr(ds.X_train, "iter_chunks"):
+            raise ConfigError("calibration needs the training rows in memory; a streamed "
+                              "dataset cannot be calibrated (calibration=null)")
+        t_cal = time.perf_counter()
+        kept = calibrate(estimator, ds.X_train, ds.y_train, config["calibration"], seed)
+        probabilities = {**probability_metrics(kept, ds.X_test, ds.y_test,
+                                               np.asarray(estimator.classes_)),
+                         "calibration": kept.method,
+                         "calibration_seconds": time.perf_counter() - t_cal}
 
     timings = dict(ds.info.get("timings", {}))
     timings.update({f"fit_{k}": v for k, v in (fit_info.pop("timings", {}) or {}).items()})
@@ -336,6 +352,8 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
                     "test_per_sample": test_seconds / max(1, len(ds.y_test)), **jit})
     if tuned is not None:
         timings["tune"] = tuned["seconds"]
+    if probabilities:
+        timings["calibration"] = probabilities["calibration_seconds"]
     record = {
         "record_version": 1,
         "status": "complete",
@@ -352,13 +370,18 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
                     "hinge_note": ("one-vs-all hinge averaged over samples and classes"
                                    if len(ds.classes) > 2 else "mean binary hinge")
                     if test["hinge"] is not None else
-                    "undefined: the decision values are not per-class margins"},
+                    "undefined: the decision values are not per-class margins",
+                    **{k: v for k, v in probabilities.items() if k.startswith("test_")}},
         "timings": timings,
         "model_size": fit_info.pop("model_size", {}),
         "history": fit_info.pop("history", []),
         "fit_info": fit_info,
         "at_grid_edge": grid_edges(fit_info) + (tuned or {}).get("at_edge", []),
         **({"tune": tuned} if tuned is not None else {}),
+        **({"calibration": {"method": probabilities["calibration"],
+                            "folds": "stratified 3-fold of the training rows (out-of-fold "
+                                     "decision values), seeded by the run seed"}}
+           if probabilities else {}),
         "started": started.isoformat(timespec="seconds"),
         "versions": package_versions(),
         "code_revision": code_revision(),
@@ -374,7 +397,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         from llc_bench.experiment.model_files import SUFFIX, save_model
 
         relative = f"models/{key}{SUFFIX}"
-        save_model(estimator, store.root / relative, preprocess=ds.preprocess,
+        save_model(kept, store.root / relative, preprocess=ds.preprocess,
                    config_hash=key, versions=record["versions"])
         record["model_file"] = relative
     path = store.save(record)
