@@ -187,9 +187,39 @@ def _fixed_keys(hc) -> tuple:
     return tuple(k for k in keys if "/" not in k)
 
 
+#: config groups whose choices are files conf/<group>/<name>.yaml (``+search=NAME`` too)
+CHOICE_GROUPS = ("dataset", "model", "coding", "trainer", "tune", "search")
+
+
+def check_choices(argv: list[str]) -> None:
+    """Every config-group choice of the command line exists, each value of a sweep list
+    (``model=linear,nosuch,llsvm``) included: one error that names all the bad ones, before
+    any job runs."""
+    from importlib.resources import files
+
+    from llc_bench.errors import ConfigError, did_you_mean
+
+    conf = files("llc_bench.conf")
+    bad = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        group = key.lstrip("+~")
+        if not sep or group not in CHOICE_GROUPS or any(c in value for c in "()[]{}$*"):
+            continue  # not a plain choice (sweep functions, interpolations: Hydra checks)
+        known = sorted(p.name[:-5] for p in (conf / group).iterdir()
+                       if p.name.endswith(".yaml") and not p.name.startswith("_"))
+        for name in (v.strip().strip("'\"") for v in value.split(",")):
+            if name and name not in known:
+                bad.append(f"{group}={name}{did_you_mean(name, known)}")
+    if bad:
+        raise ConfigError(f"no such choice: {'; '.join(bad)} (`llc-bench run --help` lists "
+                          "the choices of each group)")
+
+
 def run_command(argv: list[str]) -> None:
     """`llc-bench run [-m] [overrides]`: Hydra's errors are raised to ``main`` (not printed
     by Hydra); a sweep with failed jobs lists them and exits 1."""
+    check_choices(argv)
     _RUN.clear()
     sys.argv = ["llc-bench run", *argv]
     saved = os.environ.get("HYDRA_FULL_ERROR")

@@ -640,3 +640,27 @@ def test_dry_run_lines_are_the_build_s_command_lines(tmp_path, capsys, monkeypat
     monkeypatch.setattr(execute.Executor, "_launch", fake_launch)
     llc(capsys, "tables", *args)
     assert launched and launched[0] == shown
+
+
+# ---- 16: a bad name inside a sweep list ------------------------------------------------
+def test_every_bad_choice_of_a_sweep_is_named_before_any_job_runs(tmp_path, capsys):
+    code, _, err = llc(capsys, "run", "-m", "dataset=banana,nodata",
+                       "model=linear,nosuch,llsvm,sapll", *where(tmp_path))
+    line = one_error(code, err, "dataset=nodata", "model=nosuch", "model=sapll",
+                     "did you mean sapl?")
+    assert "banana" not in line and written(tmp_path) == []
+
+
+# ---- 6: a sparse file whose dense array would not fit ------------------------------------
+def test_a_huge_dense_array_is_refused_with_its_size(tmp_path, capsys):
+    path = tmp_path / "long.svm"
+    lines = [f"{1 if i % 2 else -1} 1:0.5 3:1.0" for i in range(300)]
+    lines[0] = "-1 1:0.5 2000000:1.0"  # one very long line: 2 M features
+    path.write_text("\n".join(lines) + "\n")
+    base = ["run", "dataset=file", f"dataset.train={path}", "dataset.test_fraction=0.3",
+            "dataset.format=svmlight", "model=linear", *where(tmp_path)]
+    code, _, err = llc(capsys, *base)
+    one_error(code, err, "2000000 features", "GiB as a dense array", "dataset.sparse=true")
+    assert not list((tmp_path / "results").rglob("runs/*.json"))
+    code, out, err = llc(capsys, *base, "dataset.sparse=true")
+    assert code == 0 and "test acc" in out

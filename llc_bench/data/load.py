@@ -202,8 +202,21 @@ def limit_rows(spec: DatasetSpec, seed: int, X_tr, y_tr, X_te, y_te):
         "subsample": subsampled if keep_tr is not None or keep_te is not None else None}
 
 
-def _as_float(X, sparse: bool, value_scale: float | None):
+#: The largest dense float64 feature array a sparse file is turned into (dataset.sparse
+#: false); above it the load stops and says to keep the data sparse.
+DENSE_LIMIT_BYTES = 1 << 30
+
+
+def _as_float(X, sparse: bool, value_scale: float | None, name: str = "the data"):
     """float64 copy (C-contiguous array, or CSR when ``sparse``), times ``value_scale``."""
+    if sp.issparse(X) and not sparse:
+        need = X.shape[0] * X.shape[1] * 8
+        if need > DENSE_LIMIT_BYTES:
+            raise DatasetError(
+                f"{name}: {X.shape[0]} rows x {X.shape[1]} features are "
+                f"{need / 2**30:.1f} GiB as a dense array (more than the "
+                f"{DENSE_LIMIT_BYTES / 2**30:.0f} GiB limit; {X.nnz} of the values are not "
+                "zero): set dataset.sparse=true to keep them sparse")
     if sp.issparse(X) and sparse:
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sort_indices()
@@ -270,7 +283,8 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     unseen = _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy)
     store_pending(pending)  # every check passed: now cache the fresh parses
     value_scale = source.value_scale if source is not None else None
-    X_tr, X_te = (_as_float(X, spec.sparse, value_scale) for X in (X_tr, X_te))
+    X_tr, X_te = (_as_float(X, spec.sparse, value_scale, f"dataset {spec.name!r} ({part})")
+                  for X, part in ((X_tr, "training split"), (X_te, "test split")))
     scaling = {"method": spec.scaling, "fitted_on": "train"}
     scaler = None
     if spec.scaling != "none":
