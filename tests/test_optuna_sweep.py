@@ -65,3 +65,27 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
     assert err.startswith("llc-bench: error: tuning with the Optuna sweeper needs "
                           "+dataset.validation") and "\n" not in err
     assert not (tmp_path / "no_validation" / "optuna.db").exists()
+
+
+def test_a_sweep_on_own_files_scores_held_out_training_rows(tmp_path, capsys):
+    """Issue 41.1: on own files the trials score the held-out quarter of the training
+    rows, never the test file."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    lines = ["a,b,c,label"] + [f"{a!r},{b!r},{c!r},{'yes' if a + b > 0 else 'no'}"
+                               for a, b, c in X.tolist()]
+    train = tmp_path / "train.csv"
+    train.write_text("\n".join(lines) + "\n")
+    test = tmp_path / "test.csv"
+    test.write_text("\n".join(lines[:41]) + "\n")
+    results = tmp_path / "results"
+    main(["run", "-m", "model=linear", "dataset=file", f"dataset.train={train}",
+          f"dataset.test={test}", "+search=linear", "+dataset.validation=0.25",
+          "hydra.sweeper.n_trials=2", f"results_dir={results}", "progress=off"])
+    frame = records_frame(results)
+    assert len(frame) == 2
+    assert (frame["n_test"] == 50).all() and (frame["n_train"] == 150).all()
+    assert set(frame["dataset.validation"].astype(str)) == {"0.25"}
+    capsys.readouterr()
