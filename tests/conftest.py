@@ -71,3 +71,16 @@ def xor(n=600, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(n, 2))
     return X, (X[:, 0] * X[:, 1] > 0).astype(int)
+
+
+def llc(capsys, *args):
+    """Run `llc-bench ARGS` in-process: (exit code, stdout, stderr)."""
+    from llc_bench import cli
+
+    try:
+        cli.main(list(args))
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, compose_run
+from conftest import REPO, compose_run, llc
 
 from llc_bench import cli
 from llc_bench.errors import ConfigError
@@ -26,17 +26,6 @@ def _isolated(monkeypatch):
 def where(tmp_path):
     return [f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
             f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false"]
-
-
-def llc(capsys, *args):
-    """Run `llc-bench` in-process: (exit code, stdout, stderr)."""
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def written(tmp_path):
@@ -92,7 +81,7 @@ def one_error(code, err, *words):
     (["dataset=file"], ["dataset.train must be set", "dataset.train="]),
     (["trainer.foo=1"], ["trainer.foo"]),
     (["+trainer.foo=1"], ["trainer.foo is not a parameter"]),
-    (["model=nope"], ["model/nope"]),
+    (["model=nope"], ["no such choice", "model=nope"]),
     (["seed=["], ["seed=["]),
 ])
 def test_bad_value_is_one_line_before_any_data_is_read(tmp_path, capsys, overrides, words):

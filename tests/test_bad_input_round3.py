@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import llc
 from omegaconf import OmegaConf
 
 from llc_bench import cli
@@ -28,17 +29,6 @@ def _isolated(monkeypatch):
     monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
     monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
-
-
-def llc(capsys, *args):
-    """``llc-bench ARGS`` in-process: (exit code, stdout, stderr)."""
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def where(tmp_path) -> list[str]:

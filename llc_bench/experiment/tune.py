@@ -85,7 +85,8 @@ def search_space(model: str) -> dict[str, dict] | None:
     return {key: _parse(key, text) for key, text in params.items()}
 
 
-def _get(config: Mapping, dotted: str):
+def get_dotted(config: Mapping, dotted: str):
+    """``config["a"]["b"]`` for ``"a.b"`` (None when a part is missing)."""
     node = config
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -146,7 +147,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         config["tune"] = None
         return config
     for key in space:
-        if _get(config, key) is None and key.rsplit(".", 1)[-1] not in (
+        if get_dotted(config, key) is None and key.rsplit(".", 1)[-1] not in (
                 config.get(key.split(".")[0]) or {}):
             raise ConfigError(f"conf/search/{model}.yaml: {key} is not a key of this run's "
                               "config")
@@ -217,7 +218,7 @@ def _default_trial(config: Mapping, space: Mapping) -> dict | None:
     """The model's own setting as a first trial, when it lies in the space."""
     params = {}
     for key, dim in space.items():
-        value = _get(config, key)
+        value = get_dotted(config, key)
         if dim["kind"] == "choice":
             if value not in dim["values"]:
                 return None

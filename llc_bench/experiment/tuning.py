@@ -231,15 +231,6 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     return out, {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
 
 
-def _nested_get(tree: dict, dotted: str):
-    node = tree
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def _merge(base: dict, new: dict) -> dict:
     out = dict(base)
     for key, value in new.items():
