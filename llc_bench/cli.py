@@ -41,6 +41,7 @@ commands:
              preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
   predict    apply a model kept with save_model=true to a data file:
              llc-bench predict results-scratch/models/HASH.llcm new.csv --out preds.csv
+  export     write a kept model as ONNX: llc-bench export MODEL.llcm --onnx model.onnx
   datasets   list the datasets, show one, fetch its files, or convert them to a row store:
              llc-bench datasets [list | info NAME | fetch NAME | convert NAME]
   tables     regenerate the papers' tables beside their numbers (runs what is missing):
@@ -351,6 +352,24 @@ def predict_command(argv: list[str]) -> None:
     predict_file(args.model, args.data, out=args.out, echo=print)
 
 
+def export_command(argv: list[str]) -> None:
+    """`llc-bench export MODEL_FILE --onnx OUT`."""
+    import argparse
+
+    from llc_bench.experiment.onnx_export import export_onnx
+
+    parser = argparse.ArgumentParser(
+        prog="llc-bench export",
+        description="Write a kept model (save_model=true) as an ONNX graph that takes the raw "
+        "features (float64) and returns the decision values, the saved preprocessing "
+        "included: linear, LL-SVM, LCC+SVM and LLC-SAPL models (inverse_distance and "
+        "soft_knn codings).")
+    parser.add_argument("model", help="a model file (.llcm)")
+    parser.add_argument("--onnx", required=True, help="the ONNX file to write")
+    args = parser.parse_args(argv)
+    print(f"wrote {export_onnx(args.model, args.onnx)}")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--debug" in argv and not _debug():
@@ -377,6 +396,8 @@ def main(argv: list[str] | None = None) -> None:
             tune_command(rest)
         elif command == "predict":
             predict_command(rest)
+        elif command == "export":
+            export_command(rest)
         elif command in ("results", "runs"):
             from llc_bench.experiment.query import results_command
 
@@ -388,8 +409,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
         else:
-            fail(f"unknown command {command!r} (choose from: run, tune, predict, datasets, "
-                 "tables, figures, results)",
+            fail(f"unknown command {command!r} (choose from: run, tune, predict, export, "
+                 "datasets, tables, figures, results)",
                  code=2)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
     except BrokenPipeError:
