@@ -39,7 +39,8 @@ def test_non_semantic_keys_and_key_order_do_not_matter():
     base = {"model": {"name": "llsvm"}, "seed": 1}
     noisy = {"seed": 1, "model": {"name": "llsvm"},
              **{k: {"anything": True} for k in NON_SEMANTIC_KEYS}}
-    assert set(NON_SEMANTIC_KEYS) == {"force", "results_dir", "data", "hydra", "progress"}
+    assert set(NON_SEMANTIC_KEYS) == {"force", "results_dir", "data", "hydra", "progress",
+                                      "save_model"}
     assert config_hash(noisy) == config_hash(base)
     assert config_hash({**base, "seed": 2}) != config_hash(base)
 
