@@ -14,11 +14,11 @@ from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Exe
 from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, out: str = "tables") -> None:
     parser.add_argument("--profile", default="full", choices=["quick", "full"],
                         help="full: the papers' protocol; quick: a few-minute smoke build "
                         "(1 seed, subsampled training sets, fewer epochs) written to "
-                        "<results-dir>/tables-quick (default: full)")
+                        f"<results-dir>/{out}-quick (default: full)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default=None,
                         help="Hydra launcher of the multiruns (default: joblib when --jobs > 1, "
                         "else basic); slurm = our submitit_slurm preset")
@@ -29,7 +29,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results-dir", default="results",
                         help="results store (runs/<hash>.json) (default: results)")
     parser.add_argument("--out", default=None,
-                        help="output directory (default: <results-dir>/<profile's out>)")
+                        help=f"output directory (default: <results-dir>/{out}, or "
+                        f"<results-dir>/{out}-quick with --profile quick)")
     parser.add_argument("--mirror", action="append", default=[],
                         help="read-only dataset mirror (also $LLC_BENCH_MIRROR; repeatable)")
     parser.add_argument("--download", action="store_true",
@@ -210,7 +211,7 @@ def figures_command(argv: list[str], echo=print) -> dict:
     parser.add_argument("--figure", action="append", default=[], metavar="NAME",
                         help="a figure to draw (repeatable; default: all, see --list)")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
-    _common(parser)
+    _common(parser, out="figures")
     args = parser.parse_args(argv)
     if args.list:
         for name, spec in list_figures().items():
