@@ -33,10 +33,13 @@ def warning_text(message, category) -> str:
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` of the console script: one line on stderr, no source."""
+    from llc_bench import progress
+
     where = f" ({filename.rsplit('/', 1)[-1]}:{lineno})" if not any(
         pattern.search(str(message)) for pattern, _ in KNOWN) else ""
-    print(f"llc-bench: warning: {warning_text(message, category)}{where}",
-          file=sys.stderr if file is None else file, flush=True)
+    stream = sys.stderr if file is None else file
+    progress.above(lambda text: print(text, file=stream, flush=True))(
+        f"llc-bench: warning: {warning_text(message, category)}{where}")
 
 
 def install() -> None:

@@ -258,16 +258,23 @@ def _seconds(value) -> str:
     return "?" if value is None else f"{value:.2f} s" if value >= 0.01 else f"{value:.3f} s"
 
 
-def describe_run(record: Mapping, path=None) -> list[str]:
-    """What a run did, in a few lines: data and split sizes, model, phases with times, and
-    (given ``path``) where its record went.  The result line itself is ``summary_line``."""
-    data, config, t = record.get("data") or {}, record.get("config") or {}, record["timings"]
-    classes = data.get("classes") or []
-    validation = data.get("validation")
-    test_name = "validation" if validation else "test"
-    lines = [f"data    {record['dataset']}: {data.get('n_train')} train / {data.get('n_test')} "
-             f"{test_name} rows, {data.get('n_features')} features, {len(classes)} classes "
-             f"(read {_seconds(t.get('load'))}, preprocess {_seconds(t.get('preprocess'))})"]
+def data_line(name: str, data: Mapping, timings: Mapping) -> str:
+    """The ``data`` line of a run: split sizes, features, classes, read and preprocessing
+    times (``data`` as a record's ``data``)."""
+    test_name = "validation" if data.get("validation") else "test"
+    return (f"data    {name}: {data.get('n_train')} train / {data.get('n_test')} {test_name} "
+            f"rows, {data.get('n_features')} features, {len(data.get('classes') or [])} classes "
+            f"(read {_seconds(timings.get('load'))}, "
+            f"preprocess {_seconds(timings.get('preprocess'))})")
+
+
+def describe_run(record: Mapping, path=None, data: bool = True) -> list[str]:
+    """What a run did, in a few lines: data and split sizes (unless ``data`` is false: a run
+    prints that line once its data is loaded), model, phases with times, and (given
+    ``path``) where its record went.  The result line itself is ``summary_line``."""
+    config, t = record.get("config") or {}, record["timings"]
+    test_name = "validation" if (record.get("data") or {}).get("validation") else "test"
+    lines = [data_line(record["dataset"], record.get("data") or {}, t)] if data else []
     if record.get("tune"):  # the setting the run chose and trained
         from llc_bench.experiment.tune import with_params
 

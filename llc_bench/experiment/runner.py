@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from llc_bench import progress
 from llc_bench.errors import ConfigError, FitError
 from llc_bench.experiment.environment import (
     code_revision,
@@ -173,8 +174,6 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
 
     from sklearn.base import clone
 
-    from llc_bench import progress
-
     y = np.asarray(y)
     rows = np.sort(np.concatenate([np.flatnonzero(y == c)[:rows_per_class]
                                    for c in np.unique(y)]))
@@ -303,8 +302,15 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
         if not config.get("force") and _cache_hit(store, key, model):  # the run we waited for
             return _cached(store, key, output_dir, config, echo)
-        with run_window(store.root, key) as window:  # the store's start/stop log
-            return _run(config, key, seed, estimator, store, output_dir, echo, window)
+        with run_window(store.root, key) as window, \
+                progress.run_status(run_phases(config)):  # one status line on a terminal
+            return _run(config, key, seed, estimator, store, output_dir, progress.above(echo),
+                        window)
+
+
+def run_phases(config: Mapping) -> list[str]:
+    """The phases of a run, as its status line counts them."""
+    return ["load", "compile", *(["tune"] if config.get("tune") else []), "fit", "evaluate"]
 
 
 def _cache_hit(store, key, model: bool = False) -> bool:
@@ -333,27 +339,37 @@ def _cached(store, key, output_dir, config, echo) -> dict:
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
     from llc_bench.data import load_dataset
+    from llc_bench.experiment.query import data_line, describe_run
 
     data_cfg = config.get("data") or {}
     started = dt.datetime.now(dt.UTC)
+    progress.phase("load", config["dataset"]["name"])
     ds = load_dataset(config["dataset"], seed=seed, home=data_cfg.get("home"),
                       mirrors=tuple(data_cfg.get("mirrors") or ()),
                       download=bool(data_cfg.get("download", True)))
+    data = {"n_train": int(len(ds.y_train)), "n_test": int(len(ds.y_test)),
+            "n_features": int(ds.n_features), "classes": list(ds.classes), "task": ds.task,
+            **{k: v for k, v in ds.info.items() if k != "timings"}}
+    echo(data_line(config["dataset"]["name"], data, ds.info.get("timings", {})))
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
     jit: dict = {}
+    progress.phase("compile", "numba kernels (cached after the first run)")
     with jit_compile_timer(jit, "jit_compile_warmup"):  # compilation outside the timed fit
         warm_up(estimator, ds.X_train, ds.y_train)
     tuned = None
     if config.get("tune"):  # on training rows only: the test split is not passed in
         from llc_bench.experiment.tune import select, with_params
 
+        progress.phase("tune")
         with jit_compile_timer(jit, "jit_compile_tune"):
             chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
         estimator = build_estimator(with_params(config, chosen))
+    progress.phase("fit", (config.get("model") or {}).get("name"))
     with jit_compile_timer(jit, "jit_compile_train"):
         t0 = time.perf_counter()
         estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
         train_seconds = time.perf_counter() - t0
+    progress.phase("evaluate", "test and training rows")
     with jit_compile_timer(jit, "jit_compile_test"):
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
@@ -379,9 +395,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         "seed": seed,
         "dataset": config["dataset"]["name"],
         "model": (config.get("model") or {}).get("name", config["trainer"]["name"]),
-        "data": {"n_train": int(len(ds.y_train)), "n_test": int(len(ds.y_test)),
-                 "n_features": int(ds.n_features), "classes": list(ds.classes),
-                 "task": ds.task, **{k: v for k, v in ds.info.items() if k != "timings"}},
+        "data": data,
         "metrics": {"train_accuracy": train["accuracy"], "test_accuracy": test["accuracy"],
                     "train_hinge": train["hinge"], "test_hinge": test["hinge"],
                     "hinge_note": ("one-vs-all hinge averaged over samples and classes"
@@ -415,9 +429,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     path = store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)
-    from llc_bench.experiment.query import describe_run
-
-    for line in describe_run(record, path):  # data, model, phases, record; then the result
+    for line in describe_run(record, path, data=False):  # model, phases, record; the result
         echo(line)
     echo(summary_line(record))
     return record
