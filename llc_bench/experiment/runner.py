@@ -16,6 +16,7 @@ import importlib
 import math
 import shutil
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from llc_bench import progress
-from llc_bench.errors import ConfigError, FitError
+from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -170,8 +171,6 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
     cannot be fitted on so few rows returns False and leaves the compilation to the timed
     fit, where ``jit_compile_timer`` measures it.  A streamed source warms up on its rows
     in memory (its chunk kernels compile in the fit)."""
-    import warnings
-
     from sklearn.base import clone
 
     y = np.asarray(y)
@@ -183,6 +182,31 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
         clone(estimator).fit(Xw, y[rows]).decision_function(Xw)
         return True
     return False
+
+
+def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
+                       tuned: Mapping | None) -> str | None:
+    """The warning for a model with a linear model per anchor whose anchors x features
+    exceed the training rows (more weights per class than rows), saying what to do; None
+    otherwise.  ``model_size`` is the fitted model's, ``tuned`` the selection's report."""
+    m, d = model_size.get("n_anchors"), model_size.get("n_features")
+    per_class = model_size.get("n_parameters", 0) // max(1, model_size.get("n_outputs", 1))
+    if not m or not d or per_class < m * d or m * d <= n_train:  # codes only, or enough rows
+        return None
+    from llc_bench.experiment.tune import preset_exists
+
+    model = (config.get("model") or {}).get("name", config["trainer"]["name"])
+    fewer = f"coding.n_anchors={max(1, n_train // d)}"  # at most as many weights as rows
+    if "coding.n_anchors" in ((tuned or {}).get("chosen") or {}):
+        hint = f"the selection chose m = {m}; {fewer} keeps the weights within the rows"
+    elif tuned is not None:  # coding.n_anchors set on the command line
+        hint = f"set fewer anchors ({fewer})"
+    else:
+        select = "tune=on" if preset_exists(model, config["dataset"]["name"]) else "tune=auto"
+        hint = (f"let it select its settings on the training rows ({select}) or set fewer "
+                f"anchors ({fewer})")
+    return (f"{model} fits {m} anchors x {d} features = {m * d} weights per class on "
+            f"{n_train} training rows, more weights than rows: it may overfit; {hint}")
 
 
 def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
@@ -374,6 +398,10 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
+    small = small_data_warning(config, fit_info.get("model_size") or {}, len(ds.y_train), tuned)
+    if small:
+        fit_info["notes"] = [*(fit_info.get("notes") or []), small]
+        warnings.warn(small, LLCBenchWarning, stacklevel=1)
 
     timings = dict(ds.info.get("timings", {}))
     timings.update({f"fit_{k}": v for k, v in (fit_info.pop("timings", {}) or {}).items()})
