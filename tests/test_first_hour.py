@@ -64,8 +64,8 @@ def test_more_anchor_weights_than_training_rows_is_one_warning_and_a_note(tmp_pa
     err, record = _run_iris(tmp_path, "tune=off")
     assert err == ["llc-bench: warning: llsvm fits 100 anchors x 4 features = 400 weights per "
                    "class on 105 training rows, more weights than rows: it may overfit; let it "
-                   "select its settings on the training rows (tune=auto) or set fewer anchors "
-                   "(coding.n_anchors=26)"]
+                   "select its settings on the training rows (tune=auto) or try "
+                   "coding.n_anchors=26"]
     assert err[0].removeprefix("llc-bench: warning: ") in record["fit_info"]["notes"]
     err, record = _run_iris(tmp_path, "tune=off", "coding.n_anchors=26")   # 104 weights
     assert err == [] and not any("weights per class" in n for n in record["fit_info"]["notes"])
@@ -91,3 +91,7 @@ def test_a_model_without_a_linear_model_per_anchor_is_not_warned_about():
     per_anchor = {**codes_only, "n_parameters": 3 * 100 * (4 + 1)}
     assert "400 weights per class on 105" in small_data_warning(config, per_anchor, 105, None)
     assert small_data_warning(config, per_anchor, 400, None) is None      # as many rows
+    one = {"n_anchors": 1, "n_features": 784, "n_outputs": 1, "n_parameters": 785}
+    assert small_data_warning(config, one, 300, None) is None             # a linear model
+    wide = {"n_anchors": 4, "n_features": 784, "n_outputs": 1, "n_parameters": 4 * 785}
+    assert small_data_warning(config, wide, 300, None).endswith("or try model=linear")

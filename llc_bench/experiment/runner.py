@@ -186,25 +186,26 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
 
 def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
                        tuned: Mapping | None) -> str | None:
-    """The warning for a model with a linear model per anchor whose anchors x features
-    exceed the training rows (more weights per class than rows), saying what to do; None
-    otherwise.  ``model_size`` is the fitted model's, ``tuned`` the selection's report."""
+    """The warning for a model with a linear model on each of m > 1 anchors whose anchors x
+    features exceed the training rows (more weights per class than rows), saying what to
+    do; None otherwise.  ``model_size`` is the fitted model's, ``tuned`` the selection's
+    report (None: no selection)."""
     m, d = model_size.get("n_anchors"), model_size.get("n_features")
     per_class = model_size.get("n_parameters", 0) // max(1, model_size.get("n_outputs", 1))
-    if not m or not d or per_class < m * d or m * d <= n_train:  # codes only, or enough rows
-        return None
+    if not m or m < 2 or not d or per_class < m * d or m * d <= n_train:
+        return None  # one linear model, codes only, or enough rows
     from llc_bench.experiment.tune import preset_exists
 
     model = (config.get("model") or {}).get("name", config["trainer"]["name"])
-    fewer = f"coding.n_anchors={max(1, n_train // d)}"  # at most as many weights as rows
+    fewer = n_train // d  # the most anchors with no more weights than rows
+    other = f"coding.n_anchors={fewer}" if fewer >= 2 else "model=linear"
     if "coding.n_anchors" in ((tuned or {}).get("chosen") or {}):
-        hint = f"the selection chose m = {m}; {fewer} keeps the weights within the rows"
+        hint = f"the selection chose m = {m}; {other} keeps the weights within the rows"
     elif tuned is not None:  # coding.n_anchors set on the command line
-        hint = f"set fewer anchors ({fewer})"
+        hint = f"try {other}"
     else:
         select = "tune=on" if preset_exists(model, config["dataset"]["name"]) else "tune=auto"
-        hint = (f"let it select its settings on the training rows ({select}) or set fewer "
-                f"anchors ({fewer})")
+        hint = f"let it select its settings on the training rows ({select}) or try {other}"
     return (f"{model} fits {m} anchors x {d} features = {m * d} weights per class on "
             f"{n_train} training rows, more weights than rows: it may overfit; {hint}")
 
