@@ -39,6 +39,8 @@ commands:
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
   tune       select a model's hyper-parameters on a dataset's training split and write the
              preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
+  models     list the model presets, or one preset's parameters (default, allowed values,
+             what each does): llc-bench models llsvm
   predict    apply a model kept with save_model=true to a data file:
              llc-bench predict results-scratch/models/HASH.llcm new.csv --out preds.csv
   export     write a kept model as ONNX: llc-bench export MODEL.llcm --onnx model.onnx
@@ -398,6 +400,10 @@ def main(argv: list[str] | None = None) -> None:
             predict_command(rest)
         elif command == "export":
             export_command(rest)
+        elif command == "models":
+            from llc_bench.experiment.presets import models_command
+
+            models_command(rest)
         elif command in ("results", "runs"):
             from llc_bench.experiment.query import results_command
 
@@ -409,8 +415,8 @@ def main(argv: list[str] | None = None) -> None:
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
             (tables_command if command == "tables" else figures_command)(rest)
         else:
-            fail(f"unknown command {command!r} (choose from: run, tune, predict, export, "
-                 "datasets, tables, figures, results)",
+            fail(f"unknown command {command!r} (choose from: run, tune, models, predict, "
+                 "export, datasets, tables, figures, results)",
                  code=2)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
     except BrokenPipeError:

@@ -8,6 +8,8 @@ import re
 import sys
 import warnings
 
+from llc_bench.errors import LLCBenchWarning
+
 #: the exit status of a command whose output pipe closed (as a Unix tool killed by SIGPIPE)
 CLOSED_PIPE_STATUS = 128 + 13
 
@@ -22,8 +24,11 @@ KNOWN = (
 
 
 def warning_text(message, category) -> str:
-    """One line for a warning: ours for a known one, else its type and first line."""
+    """One line for a warning: ours as it is, a known one in our words, else its type and
+    first line."""
     text = " ".join(str(message).split())
+    if issubclass(category, LLCBenchWarning):
+        return text
     for pattern, ours in KNOWN:
         match = pattern.search(text)
         if match:
@@ -33,10 +38,14 @@ def warning_text(message, category) -> str:
 
 def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """``warnings.showwarning`` of the console script: one line on stderr, no source."""
-    where = f" ({filename.rsplit('/', 1)[-1]}:{lineno})" if not any(
-        pattern.search(str(message)) for pattern, _ in KNOWN) else ""
-    print(f"llc-bench: warning: {warning_text(message, category)}{where}",
-          file=sys.stderr if file is None else file, flush=True)
+    from llc_bench import progress
+
+    ours = issubclass(category, LLCBenchWarning) or any(
+        pattern.search(str(message)) for pattern, _ in KNOWN)
+    where = "" if ours else f" ({filename.rsplit('/', 1)[-1]}:{lineno})"
+    stream = sys.stderr if file is None else file
+    progress.above(lambda text: print(text, file=stream, flush=True))(
+        f"llc-bench: warning: {warning_text(message, category)}{where}")
 
 
 def install() -> None:

@@ -28,3 +28,7 @@ def did_you_mean(word: str, choices, prefix: str = "") -> str:
 
 class FitError(LLCBenchError):
     """A fit that ends without a usable model (its training objective is not finite)."""
+
+
+class LLCBenchWarning(UserWarning):
+    """A warning of ours: the command line prints its message as it is, on one line."""

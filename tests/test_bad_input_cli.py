@@ -231,6 +231,7 @@ def test_identical_runs_together_compute_once(tmp_path, monkeypatch):
         return fit(self, X, y, eval_set)
 
     monkeypatch.setattr(LinearSVMClassifier, "fit", slow_fit)
+    monkeypatch.setattr(runner, "warm_up", lambda *args: False)  # its fit on a few rows
     lines: list[str] = []
     first = threading.Thread(target=runner.run_experiment, args=(cfg,),
                              kwargs={"echo": lines.append})

@@ -105,3 +105,38 @@ def test_run_config_switch_through_the_cli(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "LIBLINEAR (3533 rows)" in captured.err and "| test acc" in captured.out
     assert "LIBLINEAR" not in captured.out
+
+
+def test_a_spinner_shows_its_label_and_frame_without_a_stray_comma(capsys):
+    progress.configure("on")
+    with progress.stage("KMeans (8 anchors)", interval=3600):
+        pass
+    err = capsys.readouterr().err
+    assert "KMeans (8 anchors) | 00:00" in err and "," not in err
+
+
+def _where(tmp_path):
+    return [f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
+            f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false"]
+
+
+def test_a_run_keeps_one_status_line_through_its_phases(tmp_path, capsys):
+    main(["run", "progress=on", "model=llsvm", "tune=off", "coding.n_anchors=10",
+          "trainer.epochs=2", *_where(tmp_path)])
+    out, err = capsys.readouterr()
+    shown = ["[1/4] load · banana", "[2/4] compile · numba kernels", "[3/4] fit · llsvm",
+             "[3/4] fit · KMeans (10 anchors)", "[3/4] fit · dual CD init (3533 rows)",
+             "[4/4] evaluate"]
+    assert [err.find(text) for text in shown] == sorted(err.find(text) for text in shown)
+    assert -1 not in [err.find(text) for text in shown] and "SGD" in err
+    lines = out.splitlines()   # the lines above the status line, the bars on stderr only
+    assert lines[0].startswith("data    banana: 3533 train") and "[1/4]" not in out
+    assert lines[-1].startswith("banana | llsvm | seed 0 | test acc ")
+
+
+def test_without_a_terminal_the_data_line_comes_as_the_data_is_loaded(tmp_path, capsys):
+    main(["run", "model=llsvm", "dataset=xor", "tune=on", "tune.trials=2", *_where(tmp_path)])
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert [line.split()[0] for line in out.splitlines()] == [
+        "data", "tune", "model", "phases", "record", "xor"]

@@ -81,6 +81,28 @@ def test_cli_table_and_errors(store, capsys):
         assert exc.value.code == 1 and err.count("\n") == 0 and message in err, err
 
 
+def test_results_shows_the_config_keys_that_differ_among_the_matching_records(store, capsys):
+    store, records = store
+    main(["results", "--results-dir", str(store.root), "--dataset", "banana", "--model",
+          "llsvm"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["hash", "dataset", "model", "seed", "test_accuracy",
+                                "test_hinge", "train_seconds", "trainer.lambda_", "trainer.t0"]
+    first = next(line for line in lines if line.startswith(records[0]["config_hash"]))
+    second = next(line for line in lines if line.startswith(records[1]["config_hash"]))
+    assert first.split()[-2:] == ["1e-05", "calibrate"]
+    assert second.split()[-2:] == ["0.0001", "null"]
+    assert lines[-1] == (f"2 record(s) in {store.root}; the config keys that differ among them: "
+                         "trainer.lambda_, trainer.t0 (--columns A,B shows others)")
+    main(["results", "--results-dir", str(store.root), "--dataset", "banana", "--model",
+          "linear"])                                 # one record: nothing differs
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-1] == "train_seconds" and lines[-1] == f"1 record(s) in {store.root}"
+    main(["results", "--results-dir", str(store.root), "--model", "llsvm", "--columns",
+          "dataset.max_train"])                      # --columns chooses
+    assert capsys.readouterr().out.splitlines()[0].split()[-1] == "dataset.max_train"
+
+
 def test_csv_export_and_corrupt_record_warning(store, tmp_path, capsys):
     store, records = store
     (store.runs / "0123456789abcdef.json").write_text("{ not json")
@@ -93,6 +115,7 @@ def test_csv_export_and_corrupt_record_warning(store, tmp_path, capsys):
     assert sorted(frame["hash"]) == sorted(r["config_hash"] for r in records
                                            if r["model"] == "llsvm")
     assert "trainer.lambda_" in frame.columns and frame["dataset.name"].notna().all()
+    assert (frame["timings.train"] == 1.5).all() and (frame["timings.test_total"] == 0.1).all()
 
 
 def test_parquet_needs_pyarrow(store, tmp_path, capsys, monkeypatch):

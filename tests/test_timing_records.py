@@ -16,6 +16,7 @@ from llc_bench.experiment import runner
 from llc_bench.experiment.environment import THREAD_VARS, thread_settings
 from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import LOG_NAME, overlapping, read_log, run_window
+from llc_bench.models.linear import LinearSVMClassifier
 from llc_bench.tables.aggregate import aggregate, timing_problem, timing_reruns
 from llc_bench.tables.execute import Executor
 from llc_bench.tables.plan import CellPlan, RunPlan, TablePlan
@@ -56,6 +57,82 @@ def test_numba_compilation_inside_a_timed_block_is_recorded_and_makes_the_timing
     assert timing_problem(record, []) is None
     record["timings"].update(first)
     assert timing_problem(record, []) == "included numba JIT compilation"
+
+
+def test_numbas_compile_timer_counts_nested_compilations_once(monkeypatch):
+    """Compiling a kernel compiles the kernels it calls inside its own compile event; the
+    timer measures the outermost event only, so subtracting it from a fit subtracts each
+    second of compilation once."""
+    numba = pytest.importorskip("numba")
+    from numba.core import event
+
+    inner = numba.njit(lambda x: x + 1.0)          # fresh functions: both compile here
+    outer = numba.njit(lambda x: inner(x) * 2.0)
+    with event.install_recorder("numba:compile") as recorder:
+        assert outer(1.0) == 4.0
+    assert [e.status.name for _, e in recorder.buffer] == ["START", "START", "END", "END"]
+    now = [0.0]                                     # the same nesting on a hand-set clock
+    monkeypatch.setattr(event, "timer", lambda: now[0])
+    seconds = {}
+    with runner.jit_compile_timer(seconds, "jit_compile_train"):
+        for at, edge in ((0, event.start_event), (1, event.start_event), (3, event.end_event),
+                         (4, event.end_event)):
+            now[0] = at
+            edge("numba:compile")
+    assert seconds["jit_compile_train"] == 4.0      # outer 0..4; inner 1..3 not added again
+
+
+class _CompilesInFit(LinearSVMClassifier):
+    """LIBLINEAR after one call of ``kernel`` (a numba function not compiled yet), on fits
+    of more than ``min_rows`` rows."""
+
+    kernel, min_rows = None, 0
+
+    def fit(self, X, y, eval_set=None):
+        if len(y) > self.min_rows:
+            self.kernel(1.0)
+        return super().fit(X, y, eval_set=eval_set)
+
+
+def _run_with(monkeypatch, tmp_path, min_rows):
+    numba = pytest.importorskip("numba")
+    monkeypatch.setattr(_CompilesInFit, "kernel", staticmethod(numba.njit(lambda x: x + 1.0)))
+    monkeypatch.setattr(_CompilesInFit, "min_rows", min_rows)
+    monkeypatch.setattr(runner, "estimator_class", lambda name: _CompilesInFit)
+    return runner.run_experiment(compose_run("dataset=xor", "trainer.C=1.0",
+                                             tmp_path=tmp_path), echo=lambda s: None)
+
+
+def test_kernels_compile_in_the_warm_up_before_the_timed_fit(monkeypatch, tmp_path):
+    t = _run_with(monkeypatch, tmp_path, min_rows=0)["timings"]
+    assert t["jit_compile_warmup"] > 0.0
+    assert t["jit_compile_train"] == 0.0 == t["jit_compile_test"]
+    assert timing_problem({"run_window": _window("a", 0, 1), "threads": {"single": True},
+                           "timings": t}, []) is None
+
+
+def test_what_the_warm_up_missed_is_measured_and_left_out_of_train(monkeypatch, tmp_path):
+    t = _run_with(monkeypatch, tmp_path, min_rows=runner.WARM_UP_ROWS * 2)["timings"]
+    assert t["jit_compile_warmup"] == 0.0 and t["jit_compile_train"] > 0.0
+    assert t["train"] == pytest.approx(t["train_total"] - t["fit_cv"] - t["jit_compile_train"])
+
+
+def test_the_result_line_shows_compilation_apart_from_train(tmp_path):
+    record = runner.run_experiment(compose_run("dataset=xor", "trainer.C=1.0",
+                                               tmp_path=tmp_path), echo=lambda s: None)
+    record["timings"].update(jit_compile_warmup=0.0, jit_compile_train=0.0)
+    assert "compile" not in runner.summary_line(record)
+    record["timings"].update(jit_compile_warmup=20.17, train=0.73)
+    assert "| train 0.73s (+ compile 20.2s) |" in runner.summary_line(record)
+
+
+def test_the_warm_up_changes_no_number(monkeypatch, tmp_path):
+    cfg = compose_run("model=llsvm", "dataset=xor", "coding.n_anchors=10", "trainer.epochs=2",
+                      tmp_path=tmp_path)
+    warm = runner.run_experiment(cfg, echo=lambda s: None)
+    monkeypatch.setattr(runner, "warm_up", lambda *args: False)
+    cold = runner.run_experiment({**cfg, "force": True}, echo=lambda s: None)
+    assert cold["metrics"] == warm["metrics"] and cold["history"] == warm["history"]
 
 
 def test_thread_settings_without_threadpoolctl_fall_back_to_the_variables(monkeypatch):

@@ -2,8 +2,10 @@
 
 ``records_frame(results_dir)`` gives one row per valid record: ``hash``, ``dataset``,
 ``model``, ``seed``, the metrics, ``train_seconds`` / ``test_seconds``, ``started``, ``path``,
-and the run config flattened into dotted columns (``trainer.lambda_``, ``coding.n_anchors``,
-``dataset.max_train`` ...).  ``llc-bench results`` prints and exports it.
+the run config flattened into dotted columns (``trainer.lambda_``, ``coding.n_anchors``,
+``dataset.max_train`` ...) and the timings of every phase (``timings.fit_anchors``, ...).
+``llc-bench results`` prints it (with the config columns that differ among the records)
+and exports it.
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, ResultsError
-from llc_bench.experiment.results import ResultsStore, output_file
+from llc_bench.experiment.results import NON_SEMANTIC_KEYS, ResultsStore, output_file
 
 SHOWN = ["hash", "dataset", "model", "seed", "test_accuracy", "test_hinge", "train_seconds"]
+#: the columns of a record that are not its config (the config's are dotted keys)
+RECORD_COLUMNS = ["hash", "dataset", "model", "seed", "test_accuracy", "train_accuracy",
+                  "test_hinge", "train_hinge", "train_seconds", "test_seconds", "n_train",
+                  "n_test", "started", "path"]
+TIMINGS = "timings."
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq,
              "<": operator.lt, ">": operator.gt}
 ORDERING = ("<", "<=", ">", ">=")
@@ -54,6 +61,7 @@ def record_row(record: Mapping, path: Path | None = None) -> dict:
         "n_train": (record.get("data") or {}).get("n_train"),
         "n_test": (record.get("data") or {}).get("n_test"),
         "started": record.get("started"), "path": None if path is None else str(path),
+        **{f"{TIMINGS}{k}": v for k, v in timings.items()},
     })
     return row
 
@@ -72,11 +80,9 @@ def records_frame(results_dir="results", *, datasets: Iterable[str] = (),
             rows.append(record_row(record, path))
     if bad and warn is not None:
         warn(f"{len(bad)} unreadable record(s) skipped, e.g. {bad[0]}")
-    first = ["hash", "dataset", "model", "seed", "test_accuracy", "train_accuracy",
-             "test_hinge", "train_hinge", "train_seconds", "test_seconds", "n_train", "n_test",
-             "started", "path"]
     frame = pd.DataFrame(rows)
-    frame = frame.reindex(columns=first + sorted(set(frame.columns) - set(first)))
+    frame = frame.reindex(columns=RECORD_COLUMNS
+                          + sorted(set(frame.columns) - set(RECORD_COLUMNS)))
     datasets, models = list(datasets), list(models)
     if datasets:
         frame = frame[frame["dataset"].isin(datasets)]
@@ -164,6 +170,26 @@ def _check_condition(condition: str, column, key: str, op_text: str, text: str, 
         raise ConfigError(f"{where}: {key} is a fraction in [0, 1]{hint}")
 
 
+def _same(value):
+    """A cell as a comparable value: null, NaN and an absent key alike; lists as JSON."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def varying_columns(frame) -> list[str]:
+    """The config columns whose values differ among the rows of ``frame``: the keys that
+    tell its records apart (not the dataset and model names, shown anyway, nor the keys
+    that do not enter the cache key, such as results_dir)."""
+    return [column for column in frame.columns
+            if column not in RECORD_COLUMNS and not column.startswith(TIMINGS)
+            and column not in ("dataset.name", "model.name")
+            and column.split(".", 1)[0] not in NON_SEMANTIC_KEYS
+            and frame[column].map(_same).nunique(dropna=False) > 1]
+
+
 def _exportable(frame):
     """Lists and dicts as JSON text (CSV and Parquet need scalar cells)."""
     out = frame.copy()
@@ -197,8 +223,22 @@ def write_parquet(frame, path) -> Path:
     return path
 
 
+def _config_text(value) -> str:
+    """A config cell as on the command line: null for none (or a key the record lacks), an
+    integral number without ".0" (a column with nulls holds floats)."""
+    value = _same(value)
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _shown(frame, extra: list[str]):
     view = frame[[c for c in SHOWN + extra if c in frame.columns]].copy()
+    for column in extra:
+        if column not in RECORD_COLUMNS and not column.startswith(TIMINGS):  # a config key
+            view[column] = view[column].map(_config_text)
     for column in ("test_accuracy", "train_accuracy"):
         if column in view:
             view[column] = view[column].map(lambda v: "" if v is None or v != v
@@ -227,8 +267,10 @@ def results_command(argv: list[str], echo=print) -> None:
                         help="keep records whose column matches (=, !=, <, <=, >, >=; "
                         "repeatable, all must hold), e.g. trainer.lambda_=1e-5")
     parser.add_argument("--columns", default="", metavar="A,B",
-                        help="extra columns to show, e.g. trainer.lambda_,coding.n_anchors")
-    parser.add_argument("--csv", metavar="PATH", help="write every column of the selection")
+                        help="the config columns to show, e.g. trainer.lambda_,coding.n_anchors "
+                        "(default: those whose values differ among the records shown)")
+    parser.add_argument("--csv", metavar="PATH", help="write every column of the selection "
+                        "(the whole config, metrics and the timings of every phase)")
     parser.add_argument("--parquet", metavar="PATH",
                         help="write every column as Parquet (needs pyarrow)")
     args = parser.parse_args(argv)
@@ -250,24 +292,35 @@ def results_command(argv: list[str], echo=print) -> None:
     if frame.empty:
         echo("no records match")
         return
+    varying = not extra
+    extra = extra or varying_columns(frame)
     echo(_shown(frame, extra).to_string(index=False))
-    echo(f"{len(frame)} record(s) in {args.results_dir}")
+    echo(f"{len(frame)} record(s) in {args.results_dir}"
+         + (f"; the config keys that differ among them: {', '.join(extra)} (--columns A,B "
+            "shows others)" if varying and extra else ""))
 
 
 def _seconds(value) -> str:
     return "?" if value is None else f"{value:.2f} s" if value >= 0.01 else f"{value:.3f} s"
 
 
-def describe_run(record: Mapping, path=None) -> list[str]:
-    """What a run did, in a few lines: data and split sizes, model, phases with times, and
-    (given ``path``) where its record went.  The result line itself is ``summary_line``."""
-    data, config, t = record.get("data") or {}, record.get("config") or {}, record["timings"]
-    classes = data.get("classes") or []
-    validation = data.get("validation")
-    test_name = "validation" if validation else "test"
-    lines = [f"data    {record['dataset']}: {data.get('n_train')} train / {data.get('n_test')} "
-             f"{test_name} rows, {data.get('n_features')} features, {len(classes)} classes "
-             f"(read {_seconds(t.get('load'))}, preprocess {_seconds(t.get('preprocess'))})"]
+def data_line(name: str, data: Mapping, timings: Mapping) -> str:
+    """The ``data`` line of a run: split sizes, features, classes, read and preprocessing
+    times (``data`` as a record's ``data``)."""
+    test_name = "validation" if data.get("validation") else "test"
+    return (f"data    {name}: {data.get('n_train')} train / {data.get('n_test')} {test_name} "
+            f"rows, {data.get('n_features')} features, {len(data.get('classes') or [])} classes "
+            f"(read {_seconds(timings.get('load'))}, "
+            f"preprocess {_seconds(timings.get('preprocess'))})")
+
+
+def describe_run(record: Mapping, path=None, data: bool = True) -> list[str]:
+    """What a run did, in a few lines: data and split sizes (unless ``data`` is false: a run
+    prints that line once its data is loaded), model, phases with times, and (given
+    ``path``) where its record went.  The result line itself is ``summary_line``."""
+    config, t = record.get("config") or {}, record["timings"]
+    test_name = "validation" if (record.get("data") or {}).get("validation") else "test"
+    lines = [data_line(record["dataset"], record.get("data") or {}, t)] if data else []
     if record.get("tune"):  # the setting the run chose and trained
         from llc_bench.experiment.tune import with_params
 

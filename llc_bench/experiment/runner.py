@@ -16,13 +16,15 @@ import importlib
 import math
 import shutil
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from llc_bench.errors import ConfigError, FitError
+from llc_bench import progress
+from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -155,6 +157,59 @@ def jit_compile_timer(timings: dict, key: str):
     timings.setdefault(key, 0.0)
 
 
+#: rows per class of the warm-up fit (enough for the 5-fold CVs of the estimators)
+WARM_UP_ROWS = 10
+
+
+def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
+    """Compile the numba kernels that fitting ``estimator`` and predicting with it will use,
+    before (and outside) the timed fit: fit a copy on the first ``rows_per_class`` training
+    rows of each class and score them (the same parameters, array types and dtypes, so the
+    same kernel signatures).  The kernels are cached on disk, so this compiles once per
+    machine and install; with a warm cache it is a fit on a few rows.  No bars, no warnings
+    and no global random state touched (every fit seeds its own).  Best effort: a copy that
+    cannot be fitted on so few rows returns False and leaves the compilation to the timed
+    fit, where ``jit_compile_timer`` measures it.  A streamed source warms up on its rows
+    in memory (its chunk kernels compile in the fit)."""
+    from sklearn.base import clone
+
+    y = np.asarray(y)
+    rows = np.sort(np.concatenate([np.flatnonzero(y == c)[:rows_per_class]
+                                   for c in np.unique(y)]))
+    with progress.quiet(), warnings.catch_warnings(), contextlib.suppress(Exception):
+        warnings.simplefilter("ignore")
+        Xw = X.take(rows) if hasattr(X, "iter_chunks") else X[rows]
+        clone(estimator).fit(Xw, y[rows]).decision_function(Xw)
+        return True
+    return False
+
+
+def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
+                       tuned: Mapping | None) -> str | None:
+    """The warning for a model with a linear model on each of m > 1 anchors whose anchors x
+    features exceed the training rows (more weights per class than rows), saying what to
+    do; None otherwise.  ``model_size`` is the fitted model's, ``tuned`` the selection's
+    report (None: no selection)."""
+    m, d = model_size.get("n_anchors"), model_size.get("n_features")
+    per_class = model_size.get("n_parameters", 0) // max(1, model_size.get("n_outputs", 1))
+    if not m or m < 2 or not d or per_class < m * d or m * d <= n_train:
+        return None  # one linear model, codes only, or enough rows
+    from llc_bench.experiment.tune import preset_exists
+
+    model = (config.get("model") or {}).get("name", config["trainer"]["name"])
+    fewer = n_train // d  # the most anchors with no more weights than rows
+    other = f"coding.n_anchors={fewer}" if fewer >= 2 else "model=linear"
+    if "coding.n_anchors" in ((tuned or {}).get("chosen") or {}):
+        hint = f"the selection chose m = {m}; {other} keeps the weights within the rows"
+    elif tuned is not None:  # coding.n_anchors set on the command line
+        hint = f"try {other}"
+    else:
+        select = "tune=on" if preset_exists(model, config["dataset"]["name"]) else "tune=auto"
+        hint = f"let it select its settings on the training rows ({select}) or try {other}"
+    return (f"{model} fits {m} anchors x {d} features = {m * d} weights per class on "
+            f"{n_train} training rows, more weights than rows: it may overfit; {hint}")
+
+
 def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
     start = time.perf_counter()
     scores = np.asarray(estimator.decision_function(X))
@@ -275,8 +330,15 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
         if not config.get("force") and _cache_hit(store, key, model):  # the run we waited for
             return _cached(store, key, output_dir, config, echo)
-        with run_window(store.root, key) as window:  # the store's start/stop log
-            return _run(config, key, seed, estimator, store, output_dir, echo, window)
+        with run_window(store.root, key) as window, \
+                progress.run_status(run_phases(config)):  # one status line on a terminal
+            return _run(config, key, seed, estimator, store, output_dir, progress.above(echo),
+                        window)
+
+
+def run_phases(config: Mapping) -> list[str]:
+    """The phases of a run, as its status line counts them."""
+    return ["load", "compile", *(["tune"] if config.get("tune") else []), "fit", "evaluate"]
 
 
 def _cache_hit(store, key, model: bool = False) -> bool:
@@ -305,29 +367,45 @@ def _cached(store, key, output_dir, config, echo) -> dict:
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
     from llc_bench.data import load_dataset
+    from llc_bench.experiment.query import data_line, describe_run
 
     data_cfg = config.get("data") or {}
     started = dt.datetime.now(dt.UTC)
+    progress.phase("load", config["dataset"]["name"])
     ds = load_dataset(config["dataset"], seed=seed, home=data_cfg.get("home"),
                       mirrors=tuple(data_cfg.get("mirrors") or ()),
                       download=bool(data_cfg.get("download", True)))
+    data = {"n_train": int(len(ds.y_train)), "n_test": int(len(ds.y_test)),
+            "n_features": int(ds.n_features), "classes": list(ds.classes), "task": ds.task,
+            **{k: v for k, v in ds.info.items() if k != "timings"}}
+    echo(data_line(config["dataset"]["name"], data, ds.info.get("timings", {})))
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
     jit: dict = {}
+    progress.phase("compile", "numba kernels (cached after the first run)")
+    with jit_compile_timer(jit, "jit_compile_warmup"):  # compilation outside the timed fit
+        warm_up(estimator, ds.X_train, ds.y_train)
     tuned = None
     if config.get("tune"):  # on training rows only: the test split is not passed in
         from llc_bench.experiment.tune import select, with_params
 
+        progress.phase("tune")
         with jit_compile_timer(jit, "jit_compile_tune"):
             chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
         estimator = build_estimator(with_params(config, chosen))
+    progress.phase("fit", (config.get("model") or {}).get("name"))
     with jit_compile_timer(jit, "jit_compile_train"):
         t0 = time.perf_counter()
         estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
         train_seconds = time.perf_counter() - t0
+    progress.phase("evaluate", "test and training rows")
     with jit_compile_timer(jit, "jit_compile_test"):
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
+    small = small_data_warning(config, fit_info.get("model_size") or {}, len(ds.y_train), tuned)
+    if small:
+        fit_info["notes"] = [*(fit_info.get("notes") or []), small]
+        warnings.warn(small, LLCBenchWarning, stacklevel=1)
     kept, probabilities = estimator, {}
     if config.get("calibration"):  # probabilities: calibrated on held-out training rows
         from llc_bench.experiment.calibration import calibrate, probability_metrics
@@ -344,10 +422,12 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
 
     timings = dict(ds.info.get("timings", {}))
     timings.update({f"fit_{k}": v for k, v in (fit_info.pop("timings", {}) or {}).items()})
-    # "train": fitting the chosen model, without hyper-parameter CV and without the
-    # per-epoch history (monitoring), as the papers report training time
+    # "train": fitting the chosen model, without hyper-parameter CV, without the per-epoch
+    # history (monitoring), as the papers report training time, and without numba compiling
+    # what the warm-up did not (numba's timer counts nested compilations once)
     monitoring = timings.get("fit_cv", 0.0) + timings.get("fit_history", 0.0)
-    timings.update({"train_total": train_seconds, "train": max(0.0, train_seconds - monitoring),
+    train_time = train_seconds - monitoring - jit["jit_compile_train"]
+    timings.update({"train_total": train_seconds, "train": max(0.0, train_time),
                     "test_total": test_seconds,
                     "test_per_sample": test_seconds / max(1, len(ds.y_test)), **jit})
     if tuned is not None:
@@ -362,9 +442,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         "seed": seed,
         "dataset": config["dataset"]["name"],
         "model": (config.get("model") or {}).get("name", config["trainer"]["name"]),
-        "data": {"n_train": int(len(ds.y_train)), "n_test": int(len(ds.y_test)),
-                 "n_features": int(ds.n_features), "classes": list(ds.classes),
-                 "task": ds.task, **{k: v for k, v in ds.info.items() if k != "timings"}},
+        "data": data,
         "metrics": {"train_accuracy": train["accuracy"], "test_accuracy": test["accuracy"],
                     "train_hinge": train["hinge"], "test_hinge": test["hinge"],
                     "hinge_note": ("one-vs-all hinge averaged over samples and classes"
@@ -403,19 +481,25 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     path = store.save(record)
     if output_dir is not None:
         atomic_write_json(Path(output_dir) / "record.json", record)
-    from llc_bench.experiment.query import describe_run
-
-    for line in describe_run(record, path):  # data, model, phases, record; then the result
+    for line in describe_run(record, path, data=False):  # model, phases, record; the result
         echo(line)
     echo(summary_line(record))
     return record
 
 
+def compile_seconds(timings: Mapping) -> float:
+    """Seconds numba spent compiling kernels for the fit and the prediction of a run (the
+    warm-up, and what still compiled inside the timed fit or prediction); a selection's
+    compilation is part of its own time."""
+    return sum(timings.get(f"jit_compile_{part}") or 0.0 for part in ("warmup", "train", "test"))
+
+
 def summary_line(record: Mapping, cached: bool = False) -> str:
     """One line per run.  "test" is "val" when the run was scored on held-out training rows
     (``dataset.validation``); "train" is the time of fitting the chosen model, as the papers
-    report it (without hyper-parameter CV, shown apart when there was one, and without the
-    per-epoch history); "test" the time of the decision values on the test rows."""
+    report it (without hyper-parameter CV, shown apart when there was one, without the
+    per-epoch history and without numba's compilation, shown apart when there was some);
+    "test" the time of the decision values on the test rows."""
     m, t = record["metrics"], record["timings"]
     split = "val" if (record.get("data") or {}).get("validation") else "test"
     hinge = "n/a" if m.get("test_hinge") is None else f"{m['test_hinge']:.4f}"
@@ -426,5 +510,6 @@ def summary_line(record: Mapping, cached: bool = False) -> str:
             f"{split} acc {acc} | {split} hinge {hinge} | train {train:.2f}s"
             + (f" (+ CV {cv:.2f}s)" if cv >= 0.005 else "")
             + (f" (+ tune {tune:.1f}s)" if tune is not None else "")
+            + (f" (+ compile {compile_seconds(t):.1f}s)" if compile_seconds(t) >= 0.05 else "")
             + f" | {split} {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
             + (" (cached)" if cached else ""))
