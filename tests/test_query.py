@@ -158,3 +158,28 @@ def test_fresh_run_prints_data_model_phases_record(tmp_path, capsys):
     assert record["config"]["progress"] == "auto"
     main(["run", "model=linear", "trainer.C=1.0", *where])
     assert capsys.readouterr().out.strip().endswith("(cached)")
+
+
+def test_costs_are_estimated_from_the_store_s_records(tmp_path):
+    """The median time of one run of the same model on the same dataset, scaled down to a
+    subsampled run's rows; a pair never run has no estimate."""
+    from llc_bench.experiment.costs import CostModel, describe
+
+    store = ResultsStore(tmp_path / "results")
+    store.check_writable()
+    for seed, seconds in enumerate((10.0, 30.0, 20.0)):
+        record = _record("banana", "llsvm", seed, 0.9)
+        record["timings"] = {"load": 1.0, "train_total": seconds, "jit_compile_train": 0.5,
+                             "test_total": 0.5, "tune": 2.0}
+        record["data"]["n_train"] = 1000
+        store.save(record)
+    costs = CostModel(tmp_path / "results", fallbacks=[tmp_path / "nothing"])
+    assert costs.seconds("llsvm", "banana") == pytest.approx(1.0 + 20.0 - 0.5 + 0.5 + 2.0)
+    assert costs.seconds("llsvm", "banana", rows=250) == pytest.approx(23.0 / 4)
+    assert costs.seconds("llsvm", "banana", rows=5000) == pytest.approx(23.0)  # not scaled up
+    assert costs.seconds("linear", "banana") is None
+    total, unknown = costs.total([("llsvm", "banana"), ("llsvm", "banana", 500),
+                                  ("kernel", "usps")])
+    assert total == pytest.approx(23.0 * 1.5) and unknown == 1
+    assert describe(total, unknown) == "~34 s + 1 run without an estimate"
+    assert describe(3 * 3600) == "~3.0 h" and describe(600) == "~10 min"

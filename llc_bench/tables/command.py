@@ -9,9 +9,34 @@ from pathlib import Path
 
 from llc_bench import progress
 from llc_bench.errors import ConfigError, ResultsError, did_you_mean
+from llc_bench.experiment.costs import CostModel, describe
 from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
 from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Executor
 from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
+
+#: the committed store of a checkout: estimates for a fresh --results-dir
+COMMITTED = Path(__file__).resolve().parents[2] / "results"
+
+
+def _pairs(runs) -> list[tuple]:
+    """(model preset, dataset config, training-row cap) of each run, for the cost model."""
+    return [(r.overrides["model"], r.overrides["dataset"],
+             (r.config.get("dataset") or {}).get("max_train")) for r in runs]
+
+
+def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:
+    """Why the planned runs that are neither in the store nor to run are left out."""
+    going = {r.hash for r in todo}
+    reasons: dict[str, int] = {}
+    for cell in plan.cells.values():
+        for run in cell.runs:
+            if run.cached or run.hash in going:
+                continue
+            why = ("not selected (--dataset/--method)" if not cell.selected else
+                   cell.offline if cell.offline and not allow_offline else
+                   f"{cell.status}: {cell.reason}" if cell.reason else cell.status)
+            reasons[why] = reasons.get(why, 0) + 1
+    return reasons
 
 
 def _common(parser: argparse.ArgumentParser, out: str = "tables") -> None:
@@ -145,6 +170,7 @@ def tables_command(argv: list[str], echo=print) -> dict:
     executor = _executor(args, echo)
     store = ResultsStore(args.results_dir)
     stats: dict = {}
+    costs = None
     with Composer() as composer:
         planner = Planner(args.results_dir, profile, mirrors=args.mirror, composer=composer)
         for name in names:
@@ -160,13 +186,18 @@ def tables_command(argv: list[str], echo=print) -> dict:
                 todo = timing_reruns(plan, allow_offline=args.download)
             else:
                 todo = plan.to_execute(allow_offline=args.download)
+            costs = costs or CostModel(args.results_dir, fallbacks=[COMMITTED])
+            cost = describe(*costs.total(_pairs(todo))) if todo else "nothing"
             echo(f"[{name}] {len(plan.cells)} cells, {len(runs)} runs planned, {cached} in the "
-                 f"store, {len(todo)} to run ({profile.name} profile)")
+                 f"store, {len(todo)} to run ({profile.name} profile): {cost}")
+            for reason, count in _not_run(plan, todo, args.download).items():
+                echo(f"  {count} planned run{'s' * (count != 1)} not run: {reason}")
             _warn_corrupt(plan, echo)
             if args.dry_run:
                 from llc_bench.tables.execute import group_runs
 
                 for launch in group_runs(todo):
+                    echo(f"  # {describe(*costs.total(_pairs(launch.runs)))}")
                     echo("  llc-bench run -m " + " ".join(executor.arguments(
                         launch, extra=["force=true"] if args.timing_only else ())))
                 continue
