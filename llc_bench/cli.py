@@ -219,10 +219,57 @@ def check_choices(argv: list[str]) -> None:
                           "the choices of each group)")
 
 
+def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
+    """``sweep: 18 runs, 2 in the store, ~14 min to run`` for a ``-m`` command line with
+    plain comma lists (None for other sweeps, e.g. a tuning sweeper's, or above ``limit``
+    runs): each run composed and hashed as the run will be, its cost from the store."""
+    import itertools
+
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llc_bench.experiment.costs import CostModel, describe
+    from llc_bench.experiment.results import ResultsStore, config_hash
+    from llc_bench.experiment.runner import prepare_config
+
+    overrides = [a for a in argv if a not in ("-m", "--multirun") and "=" in a]
+    if any(a.lstrip("+").startswith(("search=", "hydra/sweeper")) for a in overrides):
+        return None
+    lists = []
+    for arg in overrides:
+        key, _, value = arg.partition("=")
+        plain = not any(c in value for c in "()[]{}$*'\"")
+        lists.append([f"{key}={v}" for v in value.split(",")] if plain else [arg])
+    combos = list(itertools.product(*lists))
+    if not combos or len(combos) > limit:
+        return None
+    stored, pending = 0, []
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        for combo in combos:
+            config = OmegaConf.to_container(compose("run", overrides=list(combo)), resolve=True)
+            prepare_config(config, fixed=tuple(o.split("=", 1)[0].lstrip("+~") for o in combo))
+            if ResultsStore(config["results_dir"]).has(config_hash(config)):
+                stored += 1
+            else:
+                pending.append((config["model"]["name"], config["dataset"]["name"],
+                                config["dataset"].get("max_train")))
+    costs = CostModel(config["results_dir"],
+                      fallbacks=[Path(__file__).resolve().parents[1] / "results"])
+    cost = describe(*costs.total(pending)) if pending else "nothing"
+    return f"sweep: {len(combos)} runs, {stored} in the store, {cost} to run"
+
+
 def run_command(argv: list[str]) -> None:
     """`llc-bench run [-m] [overrides]`: Hydra's errors are raised to ``main`` (not printed
     by Hydra); a sweep with failed jobs lists them and exits 1."""
     check_choices(argv)
+    if "-m" in argv or "--multirun" in argv:
+        try:
+            estimate = sweep_estimate(argv)
+        except Exception:  # an estimate is a courtesy: the sweep itself reports errors
+            estimate = None
+        if estimate:
+            print(f"llc-bench: {estimate}", flush=True)
     _RUN.clear()
     sys.argv = ["llc-bench run", *argv]
     saved = os.environ.get("HYDRA_FULL_ERROR")

@@ -95,3 +95,18 @@ def test_a_model_without_a_linear_model_per_anchor_is_not_warned_about():
     assert small_data_warning(config, one, 300, None) is None             # a linear model
     wide = {"n_anchors": 4, "n_features": 784, "n_outputs": 1, "n_parameters": 4 * 785}
     assert small_data_warning(config, wide, 300, None).endswith("or try model=linear")
+
+
+def test_a_sweep_says_what_it_will_cost_before_it_starts(tmp_path, capsys):
+    from conftest import llc
+
+    from llc_bench.cli import sweep_estimate
+
+    where = [f"results_dir={tmp_path / 'store'}", f"data.home={tmp_path / 'home'}",
+             f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false", "progress=off"]
+    assert llc(capsys, "run", "model=linear", *where)[0] == 0
+    line = sweep_estimate(["-m", "model=linear,llsvm", "seed=0,1", *where])
+    assert line.startswith("sweep: 4 runs, 1 in the store, ~") and line.endswith(" to run")
+    code, out, _ = llc(capsys, "run", "-m", "model=linear", "seed=0", *where)
+    assert code == 0 and "llc-bench: sweep: 1 runs, 1 in the store, nothing to run" in out
+    assert sweep_estimate(["-m", "model=llsvm", "+search=llsvm", *where]) is None
