@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def clean(monkeypatch):
     for var in (progress.ENV, *progress.CI_VARS):
         monkeypatch.delenv(var, raising=False)
+    progress.configure(None)  # an in-process run of another test file (progress=off) set it
     yield
     progress.configure(None)
 
