@@ -363,6 +363,7 @@ def tune_command(argv: list[str]) -> None:
     parser.add_argument("--out", help="write here instead of conf/tuned/")
     parser.add_argument("--force", action="store_true", help="replace an existing --out file")
     args = parser.parse_args(argv)
+    check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
     path, report = tune_preset(args.model, args.dataset, seed=args.seed,
                                overrides=tuple(args.overrides), out=args.out, force=args.force)
     print(path.read_text(), end="")

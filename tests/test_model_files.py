@@ -210,3 +210,14 @@ def test_calibration_adds_probabilities_without_changing_the_model(kept, capsys)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
     capsys.readouterr()
     assert "calibration='often'" in _error(capsys, *args, "calibration=often")
+
+
+def test_bad_keep_and_export_inputs_are_one_line_errors(kept, capsys):
+    tmp_path, record, test, *_ = kept
+    model = str(tmp_path / "store" / record["model_file"])
+    assert "is a directory" in _error(capsys, "export", model, "--onnx", str(tmp_path))
+    assert "is a directory" in _error(capsys, "predict", model, str(test), "--out",
+                                      str(tmp_path))
+    assert "save_model=maybe" in _error(capsys, "run", "model=linear", "save_model=maybe",
+                                        f"results_dir={tmp_path / 'other'}")
+    assert "no such choice: model=nosuch" in _error(capsys, "tune", "nosuch", "banana")

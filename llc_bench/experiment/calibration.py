@@ -19,7 +19,7 @@ FOLDS = 3
 
 
 def check_setting(setting) -> None:
-    if setting is not None and setting not in METHODS:
+    if setting is not None and (not isinstance(setting, str) or setting not in METHODS):
         raise ConfigError(f"calibration={setting!r}: expected null, sigmoid, isotonic or auto")
 
 

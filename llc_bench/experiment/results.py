@@ -94,6 +94,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """``atomic_write_text`` for bytes."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory: give a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -315,6 +315,8 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     from llc_bench.experiment.calibration import check_setting
 
     check_setting(config.get("calibration"))
+    if not isinstance(config.get("save_model", False), bool):
+        raise ConfigError(f"save_model={_show(config['save_model'])}: expected true or false")
     prepare_config(config, fixed)
     estimator = build_estimator(config)  # a one-point search space may have set a value
     _pin_custom_files(config["dataset"])
