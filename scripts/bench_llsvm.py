@@ -155,8 +155,27 @@ def in_child(*args) -> dict:
     return out
 
 
+def best_peer_run(peer: str, dataset: str, seed: int, home: str, mirror: str,
+                  grid: list[tuple[int, int]]) -> dict:
+    """The peer's most accurate 10-pass setting of ``grid`` ((anchors m, neighbours k)
+    pairs): the generous reference point of the Pareto figure."""
+    runs = [{**peer_run(peer, dataset, seed, home, mirror, m=m, k=k), "k": k}
+            for m, k in grid]
+    return max(runs, key=lambda r: r["accuracy"])
+
+
+def write_peer_points(path: Path, points: dict) -> None:
+    """{dataset: {train_seconds, accuracy (%), label}} for ``llc-bench figures --figure
+    pareto`` (conf/tables.yaml: figures.pareto.peer), merged into what ``path`` holds."""
+    from llc_bench.experiment.results import atomic_write_text
+
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    atomic_write_text(path, json.dumps({**old, **points}, indent=1, sort_keys=True) + "\n")
+
+
 def phases_report(datasets, other: dict, seed: int, home: str, mirror: str,
-                  peer: str | None = None, repeat: int = 1) -> None:
+                  peer: str | None = None, repeat: int = 1, peer_grid=((100, 8),),
+                  peer_json: Path | None = None) -> None:
     threads = {v: os.environ.get(v, "unset") for v in THREAD_VARS}
     print(f"threads: {threads}; cpus: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f}")
     for name, params in other.items():
@@ -179,11 +198,19 @@ def phases_report(datasets, other: dict, seed: int, home: str, mirror: str,
                   f"{r['init_rows']} rows, {r['init_capped']} capped, objective "
                   f"{r['init_objective']:.5g}; kept epoch {r['kept_epoch']}", flush=True)
         if peer:
-            p = peer_run(peer, dataset, seed, home, mirror)
+            p = best_peer_run(peer, dataset, seed, home, mirror, list(peer_grid))
+            setting = (f"llsvm-train -k {p['per_label']} per label ({p['anchors']} anchors), "
+                       f"-n {p['k']}, -i 10")
             print(f"{dataset:<8}{'C++ peer':<9}{'':40}{p['predict']:8.2f}{'':8}{p['train']:8.2f} "
-                  f"{'':24}{100 * p['accuracy']:7.2f}{p['rss_mb']:8.0f}  Ladicky's llsvm-train "
-                  f"-k {p['per_label']} per label ({p['anchors']} anchors), -n 8, "
-                  f"-i 10; median of 3", flush=True)
+                  f"{'':24}{100 * p['accuracy']:7.2f}{p['rss_mb']:8.0f}  Ladicky's {setting}; "
+                  f"median of 3" + (f"; the best of {len(peer_grid)} settings"
+                                    if len(peer_grid) > 1 else ""), flush=True)
+            if peer_json:
+                write_peer_points(peer_json, {dataset: {
+                    "train_seconds": p["train"], "accuracy": 100 * p["accuracy"],
+                    "label": f"released C++ LL-SVM ({p['anchors']} anchors, k={p['k']})",
+                    "setting": setting, "threads": os.environ.get("OMP_NUM_THREADS", "unset"),
+                    "load": round(os.getloadavg()[0], 2)}})
             for setting, r in rows.items():
                 print(f"{dataset:<8}{setting[:5] + '/C++':<9}{'':40}"
                       f"{r['predict'] / p['predict']:8.2f}{'':8}{r['train'] / p['train']:8.2f}"
@@ -344,14 +371,21 @@ def main(argv=None):
     ap.add_argument("--mirror", default=str(REPO.parent / "shared" / "datasets"))
     ap.add_argument("--peer", help="directory of Ladicky's built llsvm-train / llsvm-predict "
                     "(github aydindemircioglu/LocallyLinearSVM): timed beside ours")
+    ap.add_argument("--peer-grid", default="100:8",
+                    help="the peer's settings, anchors:neighbours pairs (e.g. 100:8,200:8,"
+                         "200:16): its most accurate one is reported")
+    ap.add_argument("--peer-json", type=Path, default=None,
+                    help="write the peer's points for the Pareto figure here (e.g. "
+                         "results/bench/peer_llsvm.json)")
     ap.add_argument("--synthetic", action="store_true", help="the issue-3 kernel benchmark")
     ap.add_argument("--ijcnn", help="with --synthetic: path to LIBSVM ijcnn1(.bz2)")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--dim", type=int, default=784)
     args = ap.parse_args(argv)
     if not args.synthetic:
+        grid = [tuple(int(v) for v in pair.split(":")) for pair in args.peer_grid.split(",")]
         phases_report(args.datasets.split(","), json.loads(args.other), args.seed, args.home,
-                      args.mirror, args.peer, args.repeat)
+                      args.mirror, args.peer, args.repeat, grid, args.peer_json)
         return
     X, y, Xt, _ = synthetic(args.n, args.dim)
     bench("synthetic MNIST-sized", X, y, Xt)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llc_bench.experiment.costs import fit_seconds
+
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = REPO.parent / "shared" / "datasets"
 SHARED = ["banana", "german", "heart", "ionosphere", "liver", "pima", "ringnorm", "sonar",
@@ -121,12 +123,6 @@ def run_one(train: Path, test: Path, model: str, results_dir: Path, tune: str,
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose("run", overrides=overrides)
     return run_experiment(OmegaConf.to_container(cfg, resolve=True), echo=lambda line: None)
-
-
-def fit_seconds(record: dict) -> float:
-    """Total fit time: selection, CV and training (what a user waits for)."""
-    t = record["timings"]
-    return float(t.get("train_total", 0.0)) + float(t.get("tune", 0.0))
 
 
 def main(argv=None) -> None:

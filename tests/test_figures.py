@@ -46,3 +46,32 @@ def test_redrawing_runs_nothing(drawn, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)
     out = figures_command(args, echo=lambda s: None)
     assert set(out) == {"sapl_fig1", "sapl_fig2"}
+
+
+def test_pareto_has_one_point_per_model_and_budget(tmp_path):
+    """The Pareto figure (quick: banana, the linear SVM once, LL-SVM at budgets 1 and 3 s):
+    a selecting model runs once per budget with tune=on and no trial cap, a model whose grid
+    CV is its selection runs once."""
+    if MIRROR is None:
+        pytest.skip("real-data test: no dataset mirror (../shared/datasets or $LLC_BENCH_MIRROR)")
+    results = tmp_path / "results"
+    lines: list[str] = []
+    out = figures_command(["--profile", "quick", "--figure", "pareto", "--launcher", "basic",
+                           "--results-dir", str(results), "--mirror", str(MIRROR)],
+                          echo=lines.append)
+    assert (results / "figures-quick" / "pareto.png").stat().st_size > 1000, (out, lines)
+    records = [r for _, r, _ in ResultsStore(results).records() if r]
+    runs = sorted((r["model"], (r["config"].get("tune") or {}).get("budget_s")) for r in records)
+    assert runs == [("linear", None), ("llsvm", 1), ("llsvm", 3)], lines
+    for r in records:
+        if r["model"] == "llsvm":
+            assert r["config"]["tune"]["trials"] is None and r["tune"]["n_trials"] >= 1
+
+
+def test_pareto_peer_points_are_read_when_measured(tmp_path):
+    from llc_bench.tables.figures import _peer_points
+
+    assert _peer_points(tmp_path / "absent.json") == {} and _peer_points(None) == {}
+    path = tmp_path / "peer.json"
+    path.write_text('{"usps": {"train_seconds": 1.9, "accuracy": 73.5}}')
+    assert _peer_points(path)["usps"]["accuracy"] == 73.5

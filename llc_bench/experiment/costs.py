@@ -10,7 +10,7 @@ dataset) no store has seen has no estimate and is counted apart, never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PARTS = ("timings.load", "timings.preprocess", "timings.train_total", "timings.tune",
@@ -71,6 +71,12 @@ class CostModel:
             else:
                 known += seconds
         return known, unknown
+
+
+def fit_seconds(record: Mapping) -> float:
+    """A run's total fit time: selection, CV and training (what a user waits for)."""
+    t = record["timings"]
+    return float(t.get("train_total", 0.0)) + float(t.get("tune", 0.0))
 
 
 def describe(seconds: float, unknown: int = 0) -> str:

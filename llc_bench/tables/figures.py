@@ -31,6 +31,10 @@ def _effective(spec: dict, profile: Profile) -> dict:
             spec["datasets"] = quick["datasets"]
         if "values" in quick:
             spec["x"] = {**spec["x"], "values": quick["values"]}
+        if "budgets" in quick:
+            spec["budgets"] = quick["budgets"]
+        if "models" in quick:
+            spec["models"] = {m: v for m, v in spec["models"].items() if m in quick["models"]}
         if "series_values" in quick and isinstance(spec.get("series"), dict):
             spec["series"] = {**spec["series"], "values": quick["series_values"]}
     return spec
@@ -218,6 +222,54 @@ class FigureBuilder:
                 ax.legend(handles, labels, fontsize=7)
         return fig if drawn else None
 
+    def pareto(self, name: str, spec: dict, skipped: list):
+        """Test accuracy against total fit time (selection and CV included), one point per
+        model and selection budget (``tune=on tune.budget_s=B``; a model whose own grid CV
+        is its selection, ``own_cv: true``, is one point), and the released C++ LL-SVM's
+        measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer`` writes)."""
+        from llc_bench.experiment.costs import fit_seconds
+
+        models = _models(spec, skipped)
+        datasets = self._datasets(spec, skipped)
+        if not models or not datasets:
+            return None
+        own_cv = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("own_cv")}
+        seeds = int(spec.get("seeds", 1))
+        runs = {}
+        for d in datasets:
+            for m, (preset, _, over) in models.items():
+                for b in [None] if m in own_cv else spec["budgets"]:
+                    o = _run_overrides(spec, d, over)
+                    if b is not None:  # the budget alone ends the selection
+                        o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None}
+                    runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
+        records = self._records(runs, name)
+        peer = _peer_points(spec.get("peer"))
+        fig, axes = _axes(len(datasets), width=4.6, height=3.6)
+        drawn = 0
+        for ax, d in zip(axes, datasets, strict=True):
+            for m, (_, label, _) in models.items():
+                pts = sorted(
+                    (float(np.mean([fit_seconds(r) for r in recs])),
+                     float(np.mean([METRICS["accuracy"].read(r) for r in recs])))
+                    for (dd, mm, _), recs in records.items() if dd == d and mm == m and recs)
+                if not pts:
+                    skipped.append(f"{m} on {d}: no record")
+                    continue
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
+                        label=label if m in own_cv else f"{label} ({len(pts)} budgets)")
+                drawn += 1
+            if d in peer:
+                ax.plot([peer[d]["train_seconds"]], [peer[d]["accuracy"]], "k*", ms=11,
+                        label=peer[d].get("label", "released C++ LL-SVM"))
+            ax.set_xscale("log")
+            ax.set_title(d)
+            ax.set_xlabel("total fit time, selection included (s)")
+            ax.set_ylabel("test accuracy (%)")
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=6)
+        return fig if drawn else None
+
     def boundary(self, name: str, spec: dict, skipped: list):
         from llc_bench.data import load_dataset
         from llc_bench.experiment.runner import build_estimator
@@ -273,6 +325,16 @@ class FigureBuilder:
         return fig if drawn else None
 
 
+def _peer_points(path) -> dict:
+    """{dataset: {"train_seconds", "accuracy", "label"}} from the peer benchmark's JSON,
+    or {} when it has not been written on this machine."""
+    import json
+
+    if not path or not Path(path).is_file():
+        return {}
+    return json.loads(Path(path).read_text())
+
+
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
                   run=True, echo=print) -> dict:
     from llc_bench.tables.plan import Composer, Planner
@@ -293,8 +355,8 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
             kind = spec.get("kind")
             echo(f"[{name}] {spec.get('title', '')}")
             skipped: list[str] = []
-            draw = getattr(builder, kind, None) if kind in ("vs_param", "history",
-                                                            "boundary") else None
+            draw = getattr(builder, kind, None) if kind in ("vs_param", "history", "boundary",
+                                                            "pareto") else None
             if draw is None:
                 out[name] = f"skipped: unknown kind {kind!r}"
                 echo(f"  {out[name]}")
