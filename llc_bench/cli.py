@@ -362,10 +362,14 @@ def tune_command(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=0, help="split and search seed (0)")
     parser.add_argument("--out", help="write here instead of conf/tuned/")
     parser.add_argument("--force", action="store_true", help="replace an existing --out file")
-    args = parser.parse_args(argv)
+    parser.add_argument("--preset-keys", action="store_true",
+                        help="search only the keys the existing preset sets (a table preset: "
+                        "the paper's fixed settings stay fixed)")
+    args = parser.parse_intermixed_args(argv)
     check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
     path, report = tune_preset(args.model, args.dataset, seed=args.seed,
-                               overrides=tuple(args.overrides), out=args.out, force=args.force)
+                               overrides=tuple(args.overrides), out=args.out, force=args.force,
+                               preset_keys=args.preset_keys)
     print(path.read_text(), end="")
     print(f"wrote {path}")
 

@@ -41,6 +41,7 @@ SHARED = ["banana", "german", "heart", "ionosphere", "liver", "pima", "ringnorm"
           "connect4", "skin"]
 BUNDLED = ["digits", "breast_cancer", "wine"]
 SYNTHETIC = ["sine", "xor"]
+BREIMAN = ["twonorm", "threenorm", "waveform"]  # Breiman (1996), drawn here: 2000 + 2000 rows
 MODELS = ["kernel", "nystroem", "linear", "llsvm", "sapl", "ml3", "jo"]
 
 
@@ -83,16 +84,48 @@ def _bundled(name: str):
     return X_tr, names[y_tr], X_te, names[y_te]
 
 
+def _breiman(name: str, n_train: int = 2000, n_test: int = 2000, seed: int = 0):
+    """Breiman's (1996, "Bias, variance and arcing classifiers") synthetic problems, drawn
+    with a seeded generator: ``twonorm`` (20-d, N(±a·1, I), a = 2/√20: linear is Bayes-
+    optimal), ``threenorm`` (20-d, class 1 from N(±a·1, I), class 2 from N(a·(1,-1,..), I))
+    and ``waveform`` (21-d, three classes: random convex mixtures of two of three shifted
+    triangular waves plus N(0, 1) noise)."""
+    rng = np.random.default_rng(seed)
+    n = n_train + n_test
+    y = rng.integers(0, 2 if name != "waveform" else 3, n)
+    if name in ("twonorm", "threenorm"):
+        a = 2 / np.sqrt(20)
+        if name == "twonorm":
+            means = np.where(y[:, None] == 0, a, -a) * np.ones((n, 20))
+        else:
+            sign = rng.choice([-1.0, 1.0], n)[:, None]
+            alternating = a * np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+            means = np.where(y[:, None] == 0, sign * a * np.ones(20), alternating)
+        X = means + rng.standard_normal((n, 20))
+    else:
+        i = np.arange(1, 22)
+        h1 = np.maximum(6 - np.abs(i - 11), 0.0)
+        h2, h3 = np.maximum(6 - np.abs(i - 15), 0.0), np.maximum(6 - np.abs(i - 7), 0.0)
+        pairs = {0: (h1, h2), 1: (h1, h3), 2: (h2, h3)}
+        u = rng.random(n)[:, None]
+        first = np.stack([pairs[c][0] for c in y])
+        second = np.stack([pairs[c][1] for c in y])
+        X = u * first + (1 - u) * second + rng.standard_normal((n, 21))
+    labels = np.asarray([f"c_{c}" for c in y])
+    return X[:n_train], labels[:n_train], X[n_train:], labels[n_train:]
+
+
 def write_sets(out: Path, max_train: int, max_test: int, only=None) -> dict[str, tuple]:
     """``{name: (train.csv, test.csv, n_train, n_features, n_classes)}``, written once."""
     sets = {}
-    for name in only or SHARED + BUNDLED + SYNTHETIC:
+    for name in only or SHARED + BUNDLED + SYNTHETIC + BREIMAN:
         folder = out / name
         train, test = folder / "train.csv", folder / "test.csv"
         if not test.exists():
             folder.mkdir(parents=True, exist_ok=True)
             try:
                 X_tr, y_tr, X_te, y_te = (_bundled(name) if name in BUNDLED else
+                                          _breiman(name) if name in BREIMAN else
                                           _from_loader(name, max_train, max_test))
             except Exception as err:  # a dataset missing from the mirror: say so, go on
                 print(f"skip {name}: {' '.join(str(err).split())[:160]}", file=sys.stderr)

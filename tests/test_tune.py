@@ -205,6 +205,26 @@ def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
     assert OmegaConf.to_container(OmegaConf.load(out)) == body
 
 
+def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):
+    """llc-bench tune --preset-keys: llsvm_banana sets lambda_ (and t0, outside the space),
+    so only lambda_ is searched; m, k and the power stay the paper's (the composed values)."""
+    from omegaconf import OmegaConf
+
+    from llc_bench.cli import main
+
+    out = tmp_path / "llsvm_banana.yaml"
+    main(["tune", "llsvm", "banana", "--preset-keys", "tune.trials=3", "tune.budget_s=null",
+          "dataset.max_train=300", "--out", str(out)])
+    text = out.read_text()
+    assert "--preset-keys" in text and "Space: conf/search/llsvm.yaml (trainer.lambda_), the " \
+        "keys the hand preset set" in text, text
+    body = OmegaConf.to_container(OmegaConf.load(out))
+    assert "coding" not in body and body["trainer"]["t0"] == "calibrate"
+    with pytest.raises(SystemExit):  # no preset, no keys to take
+        main(["tune", "llsvm", "xor", "--preset-keys", "--out", str(tmp_path / "x.yaml")])
+    assert "no preset conf/tuned/llsvm_xor.yaml" in capsys.readouterr().err
+
+
 def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
     X, y = _xor(300, 0)
     y = np.where(y, 1, -1)

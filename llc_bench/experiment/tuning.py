@@ -153,7 +153,8 @@ if __name__ == "__main__":
 
 
 def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=None,
-                force: bool = False, echo=print) -> tuple[Path, dict]:
+                force: bool = False, preset_keys: bool = False,
+                echo=print) -> tuple[Path, dict]:
     """``llc-bench tune MODEL DATASET``: run the selection of ``tune=on`` on the dataset's
     training split and write ``conf/tuned/<model>_<dataset>.yaml`` (or ``out``) with a
     header that holds the command, the space, the budget, the seed and the scores.
@@ -179,12 +180,21 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
                                         "tune=on", *overrides])
-    config = prepare_config(OmegaConf.to_container(cfg, resolve=True),
-                            fixed=tuple(o.split("=", 1)[0].lstrip("+~") for o in overrides
-                                        if "=" in o and not o.startswith("tune.")))
+    fixed = tuple(o.split("=", 1)[0].lstrip("+~") for o in overrides
+                  if "=" in o and not o.startswith("tune."))
+    if preset_keys:
+        from llc_bench.experiment.tune import search_space
+
+        if not old:
+            raise ConfigError(f"--preset-keys: there is no preset conf/tuned/{model}_{dataset}"
+                              ".yaml to take the keys from")
+        own = set(_flat_keys(old))
+        fixed += tuple(k for k in (search_space(model) or {}) if k not in own)
+    config = prepare_config(OmegaConf.to_container(cfg, resolve=True), fixed=fixed)
     if not config.get("tune"):
         raise ConfigError(f"model {model}: nothing to search (every key of its space is "
-                          "fixed on the command line)")
+                          "fixed on the command line" + (" or not set by the preset)"
+                                                         if preset_keys else ")"))
     data = config.get("data") or {}
     ds = load_dataset(config["dataset"], seed=seed, home=data.get("home"),
                       mirrors=tuple(data.get("mirrors") or ()),
@@ -208,6 +218,7 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     body = old if kept else _merge(old, _nested(chosen))
     budget = report["budget"]
     command = " ".join(["llc-bench", "tune", model, dataset, f"--seed {seed}",
+                        *(["--preset-keys"] if preset_keys else []),
                         *(shlex.quote(o) for o in overrides)])
     header = [
         "# @package _global_",
@@ -217,7 +228,9 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         f"the test data never seen), budget {budget['trials']} trials / "
         f"{budget['budget_s']} s, stopped by {report['stopped_by']}, "
         f"{report['seconds']:.1f} s.",
-        f"# Space: conf/search/{model}.yaml ({', '.join(report['space'])}).",
+        f"# Space: conf/search/{model}.yaml ({', '.join(report['space'])})"
+        + (", the keys the hand preset set; the rest as composed (the paper's settings)."
+           if preset_keys else "."),
         f"# Validation accuracy: chosen {100 * report['validation_accuracy']:.2f}%"
         + (f", the preset it replaces {100 * hand:.2f}%" if hand is not None else
            ", no earlier preset scored (none, or outside the space)") + ".",
@@ -229,6 +242,17 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
     atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
     return out, {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
+
+
+def _flat_keys(tree: dict, prefix: str = "") -> list[str]:
+    """``{"trainer": {"lambda_": 1e-5}}`` -> ``["trainer.lambda_"]``."""
+    out = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out += _flat_keys(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}")
+    return out
 
 
 def _merge(base: dict, new: dict) -> dict:
