@@ -242,27 +242,6 @@ def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
     assert runs[1000]["chosen"]["coding.n_anchors"] == 100
 
 
-def test_the_simplest_model_is_the_second_trial(tmp_path):
-    """After the defaults (m = 100), the same setting with m at its smallest (1: the linear
-    model), whatever the sampler would draw; simple_first=null leaves it to the sampler."""
-    X, y = _xor(200, 0)
-    y = np.where(y, 1, -1)
-    reports = {}
-    for simple in ("[coding.n_anchors]", "null"):
-        config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=3",
-                             "tune.budget_s=null", f"tune.simple_first={simple}",
-                             tmp_path=tmp_path)
-        reports[simple] = select(prepare_config(config), X, y, build_estimator)[1]
-    first, second = (t["params"] for t in reports["[coding.n_anchors]"]["trials"][:2])
-    assert second == {**first, "coding.n_anchors": 1} and first["coding.n_anchors"] == 100
-    assert reports["[coding.n_anchors]"]["simple_second"] == second
-    assert reports["null"]["simple_second"] is None
-    assert reports["null"]["trials"][1]["params"] != second
-    with pytest.raises(ConfigError, match="tune.simple_first"):
-        prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
-                                   "tune.simple_first=3", tmp_path=tmp_path))
-
-
 def test_two_workers_share_one_study(tmp_path):
     """tune.workers=2: the trials run in two processes on one SQLite study; every trial is
     recorded once, the defaults among them, and the choice is the best complete trial."""

@@ -9,9 +9,7 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   ``holdout_min_rows`` rows, a stratified held-out fraction ``holdout`` from there on (the
   test split is never passed in);
 * searches with Optuna's seeded TPE sampler, the model's own defaults as the first trial,
-  then the simplest model of the space (``simple_first``: the capacity keys such as the
-  number of anchors m at their smallest value, i.e. the linear model, so that a model whose
-  trials are few still compares itself with it), and a successive-halving pruner over the folds (a setting whose first folds are already
+  and a successive-halving pruner over the folds (a setting whose first folds are already
   poor is not fitted on the others); trials run one after another, so the same seed gives
   the same trials and the same choice;
 * stops after ``trials`` trials, or earlier when the next trial would pass ``budget_s``
@@ -43,7 +41,7 @@ from llc_bench.errors import ConfigError
 MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
 RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se",
-               "workers", "simple_first")
+               "workers")
 
 
 def _conf_dir() -> Path:
@@ -181,10 +179,6 @@ def _check_settings(s: dict) -> None:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         bad("workers", "an integer >= 1")
-    simple = s["simple_first"]
-    if simple is not None and (not isinstance(simple, list | tuple)
-                               or not all(isinstance(k, str) for k in simple)):
-        bad("simple_first", "a list of config keys (e.g. [coding.n_anchors]) or null")
     se = s["keep_default_se"]
     if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
                            or not 0 <= se < math.inf):
@@ -232,26 +226,6 @@ def _default_trial(config: Mapping, space: Mapping) -> dict | None:
             return None
         params[key] = value
     return params
-
-
-def _simple_trial(first: Mapping | None, space: Mapping, keys) -> dict | None:
-    """The defaults with each capacity key of ``keys`` in the space at its smallest value
-    (the number of anchors m = 1: the linear model), or None when that is the defaults."""
-    if first is None:
-        return None
-    params = dict(first)
-    for key in keys or ():
-        dim = space.get(key)
-        if dim is None:
-            continue
-        if dim["kind"] == "choice":
-            numbers = [v for v in dim["values"] if isinstance(v, int | float)
-                       and not isinstance(v, bool)]
-            if numbers:
-                params[key] = min(numbers)
-        else:
-            params[key] = dim["low"]
-    return None if params == dict(first) else params
 
 
 def _edges(space: Mapping, chosen: Mapping) -> list[str]:
@@ -402,15 +376,14 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     started = time.perf_counter()
     deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
     first = _default_trial(config, space)
-    simple = _simple_trial(first, space, tune.get("simple_first"))
     with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
         storage = f"sqlite:///{Path(folder) / 'study.db'}" if workers > 1 else None
         study = optuna.create_study(storage=storage, study_name="tune", direction="maximize",
                                     sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
-        with warnings.catch_warnings():  # enqueue_trial is "experimental" in optuna 2.x
-            warnings.simplefilter("ignore")
-            for params in (p for p in (first, simple) if p is not None):
-                study.enqueue_trial(params)
+        if first is not None:
+            with warnings.catch_warnings():  # enqueue_trial is "experimental" in optuna 2.x
+                warnings.simplefilter("ignore")
+                study.enqueue_trial(first)
         if workers == 1:
             records, stopped = _optimize(study, config, build, parts, deadline)
         else:  # one shared study (SQLite), trials in `workers` processes (joblib)
@@ -435,7 +408,6 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
         "kept_default": kept, "defaults_first": first is not None,
-        "simple_second": simple,
         "validation_rows": min(len(y), sum(len(va) for _, va in splits)),
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
@@ -445,9 +417,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
                    + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1}) "
                       "on one SQLite study" if workers > 1 else "")
-                   + (", the defaults first" if first is not None else "")
-                   + (", then " + ", ".join(f"{k}={_short(simple[k])}" for k in simple
-                                            if simple[k] != first[k]) if simple else ""),
+                   + (", the defaults first" if first is not None else ""),
         "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
         "keep_default_se": tune.get("keep_default_se"),
         "at_edge": _edges(space, chosen),
