@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import compose_run
 
+import llc_bench.models as models
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.model_files import FORMAT_VERSION, load_model, save_model
@@ -34,8 +35,8 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
         estimator = build_estimator(config).fit(X, labels)
         path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
                           config_hash="abc", versions={})
-        loaded, meta = load_model(path)
-        assert type(loaded) is type(estimator) and meta["config_hash"] == "abc"
+        loaded = models.load(path)           # the public reader: load_model's estimator
+        assert type(loaded) is type(estimator) and load_model(path)[1]["config_hash"] == "abc"
         X_new = _data(50, seed=1)[0]
         assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
                               np.asarray(estimator.decision_function(X_new)))
@@ -65,6 +66,38 @@ def kept(tmp_path, capsys):
     record = json.loads(record_path.read_text())
     assert "models/" in record["model_file"] and out
     return tmp_path, record, test, X_te, names[y_te]
+
+
+#: hyper-parameters fixed (no cross-validation) so that each family's run takes a second
+FAST = {"linear": ["trainer.C=1"], "kernel": ["trainer.C=1", "trainer.gamma=0.5"],
+        "nystroem": ["trainer.C=1", "trainer.gamma=0.5", "trainer.n_components=40"],
+        "svm_knn": ["trainer.n_neighbors=20", "trainer.C=1"], "csvm": ["trainer.C=1"],
+        "ml3": ["trainer.lambda_grid=[1]", "trainer.n_iter=5"], "lcc_svm_lcc": ["trainer.C=1"],
+        "ldkl": ["trainer.n_iter=2000", "trainer.history=false"],
+        **{m: ["trainer.history=false"] for m in ("llsvm", "lcc_svm", "sapl", "jo",
+                                                  "occ_peg_c")}}
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_predict_on_the_test_file_reproduces_every_family_s_record(model, tmp_path, capsys):
+    from conftest import llc
+
+    X, y = _data(240)
+    X_te, y_te = _data(90, seed=2)
+    names = np.array(["low", "mid", "high"])
+    train = _csv(tmp_path / "train.csv", X, names[y])
+    test = _csv(tmp_path / "test.csv", X_te, names[y_te])
+    code, _, err = llc(capsys, "run", "dataset=file", f"dataset.train={train}",
+                       f"dataset.test={test}", f"model={model}", "tune=off", *FAST.get(model, []),
+                       "save_model=true", f"results_dir={tmp_path / 'store'}", "progress=off")
+    assert code == 0, err
+    record = json.loads(next((tmp_path / "store" / "runs").glob("*.json")).read_text())
+    code, _, err = llc(capsys, "predict", str(tmp_path / "store" / record["model_file"]),
+                       str(test), "--out", str(tmp_path / "p.csv"))
+    assert code == 0, err
+    predicted = [line.split(",")[0] for line in (tmp_path / "p.csv").read_text().splitlines()[1:]]
+    assert len(predicted) == 90
+    assert np.mean(np.array(predicted) == names[y_te]) == record["metrics"]["test_accuracy"]
 
 
 def test_predict_reproduces_the_record_s_test_accuracy(kept, capsys):
