@@ -254,3 +254,50 @@ def test_bad_keep_and_export_inputs_are_one_line_errors(kept, capsys):
     assert "save_model=maybe" in _error(capsys, "run", "model=linear", "save_model=maybe",
                                         f"results_dir={tmp_path / 'other'}")
     assert "no such choice: model=nosuch" in _error(capsys, "tune", "nosuch", "banana")
+
+
+def test_predict_reads_a_file_in_blocks_and_writes_the_same_rows(kept, tmp_path, capsys):
+    from llc_bench.experiment.predict import iter_rows, predict_file
+
+    _, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    whole = predict_file(model, test, tmp_path / "whole.csv", echo=lambda *a, **k: None)
+    blocks = list(iter_rows(test, load_model(model)[1]["preprocess"], block_bytes=500))
+    assert len(blocks) > 10 and sum(len(X) for X, _ in blocks) == 150
+    chunked = predict_file(model, test, tmp_path / "chunked.csv", echo=lambda *a, **k: None,
+                           block_bytes=500)
+    assert chunked == whole and whole["accuracy"] == record["metrics"]["test_accuracy"]
+    assert (tmp_path / "chunked.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+
+
+def test_a_bad_row_in_a_late_block_leaves_no_output(kept, tmp_path, capsys):
+    from llc_bench.errors import DatasetError
+    from llc_bench.experiment.predict import predict_file
+
+    _, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    lines = test.read_text().splitlines()
+    lines[-1] = lines[-1].rsplit(",", 1)[0] + ",huge"
+    late = tmp_path / "late.csv"
+    late.write_text("\n".join(lines) + "\n")
+    (tmp_path / "out").mkdir()
+    with pytest.raises(DatasetError, match="'huge' the model never saw"):
+        predict_file(model, late, tmp_path / "out" / "p.csv", block_bytes=500)
+    assert list((tmp_path / "out").iterdir()) == []   # neither the file nor its temporary
+
+
+def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _data(200)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    main(["run", "dataset=file", f"dataset.train={tmp_path / 'train.svm'}",
+          "dataset.test_fraction=0.3", "dataset.format=svmlight", "model=linear",
+          "trainer.C=1", "save_model=true", f"results_dir={tmp_path / 'store'}",
+          "progress=off"])
+    capsys.readouterr()
+    model = str(next((tmp_path / "store" / "models").glob("*.llcm")))
+    wide = np.hstack([X, X[:, :1]])
+    dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
+    line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
+    assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
