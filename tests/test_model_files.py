@@ -43,6 +43,21 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
         assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
 
 
+@pytest.mark.parametrize("model", ["kernel", "svm_knn", "linear"])
+def test_a_model_fitted_on_sparse_rows_round_trips(model, tmp_path):
+    import scipy.sparse as sp
+
+    X, y = _data()
+    X[np.abs(X) < 0.7] = 0.0
+    config = compose_run(f"model={model}", *FAST[model], tmp_path=tmp_path)
+    estimator = build_estimator(config).fit(sp.csr_matrix(X), y)  # keeps CSR arrays
+    path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                      versions={})
+    X_new = sp.csr_matrix(_data(50, seed=1)[0])
+    assert np.array_equal(np.asarray(models.load(path).decision_function(X_new)),
+                          np.asarray(estimator.decision_function(X_new)))
+
+
 def _csv(path, X, labels, header=True):
     lines = ([",".join([f"f{j}" for j in range(X.shape[1])] + ["kind"])] if header else [])
     lines += [",".join([repr(float(v)) for v in row] + [lab]) for row, lab in zip(X, labels,
