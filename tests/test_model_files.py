@@ -316,3 +316,20 @@ def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
     line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
     assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
+
+
+def test_a_headerless_file_with_another_column_count_is_one_line(tmp_path, capsys):
+    X, y = _data(200)
+    names = np.array(["low", "mid", "high"])
+    train = _csv(tmp_path / "train.csv", X, names[y], header=False)
+    main(["run", "dataset=file", f"dataset.train={train}", "dataset.test_fraction=0.3",
+          "model=linear", "trainer.C=1", "save_model=true", f"results_dir={tmp_path / 's'}",
+          "progress=off"])
+    capsys.readouterr()
+    model = str(next((tmp_path / "s" / "models").glob("*.llcm")))
+    wide = _csv(tmp_path / "wide.csv", np.hstack([X, X[:, :2]]), names[y], header=False)
+    assert "wide.csv: 7 columns, the model has 4 features (expected 4, or 5 with the label " \
+           "column)" in _error(capsys, "predict", model, str(wide))
+    narrow = _csv(tmp_path / "narrow.csv", X[:, :2], names[y], header=False)
+    assert "3 columns, the model has 4 features" in _error(capsys, "predict", model,
+                                                           str(narrow))
