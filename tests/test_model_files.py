@@ -333,3 +333,17 @@ def test_a_headerless_file_with_another_column_count_is_one_line(tmp_path, capsy
     narrow = _csv(tmp_path / "narrow.csv", X[:, :2], names[y], header=False)
     assert "3 columns, the model has 4 features" in _error(capsys, "predict", model,
                                                            str(narrow))
+
+
+def test_predict_reads_a_binary_format_whole(tmp_path, capsys):
+    from conftest import REPO
+
+    main(["run", "model=linear", "trainer.C=1", "save_model=true", "data.download=false",
+          f"data.mirrors=[{REPO / 'datasets'}]", f"data.home={tmp_path / 'home'}",
+          f"results_dir={tmp_path / 's'}", "progress=off"])     # banana, from its .mat file
+    capsys.readouterr()
+    model = str(next((tmp_path / "s" / "models").glob("*.llcm")))
+    main(["predict", model, str(REPO / "datasets" / "banana" / "banana_data.mat"), "--out",
+          str(tmp_path / "p.csv")])
+    assert "on 5300 rows of" in capsys.readouterr().err
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == 5301

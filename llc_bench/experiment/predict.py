@@ -150,6 +150,21 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
     return parsed.X, labels
 
 
+def _parse_whole(path: Path, pre: dict):
+    """(X, label values or None) of a file in a format that is not read in line blocks."""
+    from llc_bench.data.formats import parse_file
+
+    parsed = parse_file(path, pre["format"], pre["options"], kind="xy",
+                        n_features=pre["n_features"])
+    if parsed.X.shape[1] != pre["n_features"]:
+        raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has "
+                           f"{pre['n_features']}")
+    labels = None
+    if parsed.label_codes is not None:
+        labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
+    return parsed.X, labels
+
+
 def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
     """(features as the model saw them, label values or None) of a data file, a block of
     lines at a time."""
@@ -159,9 +174,6 @@ def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"{path}: no such data file")
-    if pre["format"] not in ("csv", "svmlight"):
-        raise ConfigError(f"{path}: llc-bench predict reads csv and svmlight files; the "
-                          f"model was trained on {pre['format']!r} files")
     kind = _kind(path, pre)
     options = _block_options(path, pre, kind) if pre["format"] == "csv" else pre["options"]
     skip = _skipped(pre["options"]) + (pre["format"] == "csv" and _has_header(pre))
@@ -169,8 +181,12 @@ def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
     if pre.get("scale") is not None:
         mean = None if pre.get("mean") is None else np.asarray(pre["mean"], dtype=np.float64)
         scaler = Scaler(mean, np.asarray(pre["scale"], dtype=np.float64), 0)
-    for line, block in _line_blocks(path, skip, block_bytes):
-        X, labels = _parse_block(path, pre, kind, options, line, block)
+    if pre["format"] in ("csv", "svmlight"):
+        blocks = (_parse_block(path, pre, kind, options, line, block)
+                  for line, block in _line_blocks(path, skip, block_bytes))
+    else:  # a binary format (.mat, ...): the whole file, by its parser
+        blocks = [_parse_whole(path, pre)]
+    for X, labels in blocks:
         X = _as_float(X, pre["sparse"], pre["value_scale"])
         yield (X if scaler is None else scaler.transform(X, copy=False)), labels
 
