@@ -21,9 +21,9 @@ are ||x||² - 2 x·v + ||v||² (one MatMul), as the models compute them.
   classes scikit-learn's ``ovr`` votes plus confidences (constant 0/1 matrices);
 * Nyström: K(x, landmarks) times the normalisation, then the linear SVM.
 
-skl2onnx is not used: its SVC converter emits ``ai.onnx.ml.SVMClassifier``, which
-onnxruntime evaluates in float32 (1e-5 agreement fails on the margins), and it knows
-none of our estimators or the saved preprocessing.  Refused with one line: SVM-KNN
+skl2onnx is not used: its SVC converter emits ``ai.onnx.ml.SVMClassifier``, whose scores
+are float32 by the ONNX-ML specification (too coarse for 1e-5 on large margins), and it
+knows none of our estimators or the saved preprocessing.  Refused with one line: SVM-KNN
 (a LIBLINEAR problem solved per query row: no fixed graph computes it) and the LLC codes
 of ``lcc_svm_lcc`` (a k x k linear solve per row; ONNX has no batched solve).
 """

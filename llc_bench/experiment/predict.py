@@ -141,24 +141,22 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
             raise DatasetError(f"{path}: lines {line + 1}-{line + n_lines}: {detail}") from None
         names, codes = labels_from_values(y)
         return X, np.asarray(names, dtype=object)[codes]
-    parsed = parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block), lines_before=line)
-    if parsed.X.shape[1] != n:
-        raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
-    labels = None
-    if parsed.label_codes is not None:
-        labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
-    return parsed.X, labels
+    return _checked(path, parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block),
+                                     lines_before=line), n)
 
 
 def _parse_whole(path: Path, pre: dict):
     """(X, label values or None) of a file in a format that is not read in line blocks."""
     from llc_bench.data.formats import parse_file
 
-    parsed = parse_file(path, pre["format"], pre["options"], kind="xy",
-                        n_features=pre["n_features"])
-    if parsed.X.shape[1] != pre["n_features"]:
-        raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has "
-                           f"{pre['n_features']}")
+    return _checked(path, parse_file(path, pre["format"], pre["options"], kind="xy",
+                                     n_features=pre["n_features"]), pre["n_features"])
+
+
+def _checked(path: Path, parsed, n: int):
+    """(X, label values or None) of parsed rows, which must have the model's ``n`` features."""
+    if parsed.X.shape[1] != n:
+        raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
     labels = None
     if parsed.label_codes is not None:
         labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
