@@ -398,7 +398,9 @@ def predict_command(argv: list[str]) -> None:
         description="Apply a model kept by `llc-bench run ... save_model=true` "
         "(<results_dir>/models/<hash>.llcm) to a CSV or svmlight file read with the training "
         "file's options; writes one row per input (predicted label, decision values, and the "
-        "file's label when it has one) and prints the accuracy when the file has labels.")
+        "file's label when it has one) and prints the accuracy when the file has labels. "
+        "The file is read and scored in blocks of lines (files larger than memory); --out "
+        "appears whole or not at all.")
     parser.add_argument("model", help="a model file (.llcm)")
     parser.add_argument("data", help="a data file in the training file's format")
     parser.add_argument("--out", help="write the predictions here (CSV; default: stdout)")
@@ -416,8 +418,8 @@ def export_command(argv: list[str]) -> None:
         prog="llc-bench export",
         description="Write a kept model (save_model=true) as an ONNX graph that takes the raw "
         "features (float64) and returns the decision values, the saved preprocessing "
-        "included: linear, LL-SVM, LCC+SVM and LLC-SAPL models (inverse_distance and "
-        "soft_knn codings).")
+        "included: every family but SVM-KNN and lcc_svm_lcc (linear, kernel, Nystroem, "
+        "LL-SVM, LCC+SVM, LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM).")
     parser.add_argument("model", help="a model file (.llcm)")
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
     args = parser.parse_args(argv)

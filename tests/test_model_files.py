@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import compose_run
 
+import llc_bench.models as models
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.model_files import FORMAT_VERSION, load_model, save_model
@@ -34,12 +35,27 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
         estimator = build_estimator(config).fit(X, labels)
         path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
                           config_hash="abc", versions={})
-        loaded, meta = load_model(path)
-        assert type(loaded) is type(estimator) and meta["config_hash"] == "abc"
+        loaded = models.load(path)           # the public reader: load_model's estimator
+        assert type(loaded) is type(estimator) and load_model(path)[1]["config_hash"] == "abc"
         X_new = _data(50, seed=1)[0]
         assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
                               np.asarray(estimator.decision_function(X_new)))
         assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+
+
+@pytest.mark.parametrize("model", ["kernel", "svm_knn", "linear"])
+def test_a_model_fitted_on_sparse_rows_round_trips(model, tmp_path):
+    import scipy.sparse as sp
+
+    X, y = _data()
+    X[np.abs(X) < 0.7] = 0.0
+    config = compose_run(f"model={model}", *FAST[model], tmp_path=tmp_path)
+    estimator = build_estimator(config).fit(sp.csr_matrix(X), y)  # keeps CSR arrays
+    path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                      versions={})
+    X_new = sp.csr_matrix(_data(50, seed=1)[0])
+    assert np.array_equal(np.asarray(models.load(path).decision_function(X_new)),
+                          np.asarray(estimator.decision_function(X_new)))
 
 
 def _csv(path, X, labels, header=True):
@@ -65,6 +81,38 @@ def kept(tmp_path, capsys):
     record = json.loads(record_path.read_text())
     assert "models/" in record["model_file"] and out
     return tmp_path, record, test, X_te, names[y_te]
+
+
+#: hyper-parameters fixed (no cross-validation) so that each family's run takes a second
+FAST = {"linear": ["trainer.C=1"], "kernel": ["trainer.C=1", "trainer.gamma=0.5"],
+        "nystroem": ["trainer.C=1", "trainer.gamma=0.5", "trainer.n_components=40"],
+        "svm_knn": ["trainer.n_neighbors=20", "trainer.C=1"], "csvm": ["trainer.C=1"],
+        "ml3": ["trainer.lambda_grid=[1]", "trainer.n_iter=5"], "lcc_svm_lcc": ["trainer.C=1"],
+        "ldkl": ["trainer.n_iter=2000", "trainer.history=false"],
+        **{m: ["trainer.history=false"] for m in ("llsvm", "lcc_svm", "sapl", "jo",
+                                                  "occ_peg_c")}}
+
+
+@pytest.mark.parametrize("model", FAMILIES)
+def test_predict_on_the_test_file_reproduces_every_family_s_record(model, tmp_path, capsys):
+    from conftest import llc
+
+    X, y = _data(240)
+    X_te, y_te = _data(90, seed=2)
+    names = np.array(["low", "mid", "high"])
+    train = _csv(tmp_path / "train.csv", X, names[y])
+    test = _csv(tmp_path / "test.csv", X_te, names[y_te])
+    code, _, err = llc(capsys, "run", "dataset=file", f"dataset.train={train}",
+                       f"dataset.test={test}", f"model={model}", "tune=off", *FAST.get(model, []),
+                       "save_model=true", f"results_dir={tmp_path / 'store'}", "progress=off")
+    assert code == 0, err
+    record = json.loads(next((tmp_path / "store" / "runs").glob("*.json")).read_text())
+    code, _, err = llc(capsys, "predict", str(tmp_path / "store" / record["model_file"]),
+                       str(test), "--out", str(tmp_path / "p.csv"))
+    assert code == 0, err
+    predicted = [line.split(",")[0] for line in (tmp_path / "p.csv").read_text().splitlines()[1:]]
+    assert len(predicted) == 90
+    assert np.mean(np.array(predicted) == names[y_te]) == record["metrics"]["test_accuracy"]
 
 
 def test_predict_reproduces_the_record_s_test_accuracy(kept, capsys):
@@ -221,3 +269,81 @@ def test_bad_keep_and_export_inputs_are_one_line_errors(kept, capsys):
     assert "save_model=maybe" in _error(capsys, "run", "model=linear", "save_model=maybe",
                                         f"results_dir={tmp_path / 'other'}")
     assert "no such choice: model=nosuch" in _error(capsys, "tune", "nosuch", "banana")
+
+
+def test_predict_reads_a_file_in_blocks_and_writes_the_same_rows(kept, tmp_path, capsys):
+    from llc_bench.experiment.predict import iter_rows, predict_file
+
+    _, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    whole = predict_file(model, test, tmp_path / "whole.csv", echo=lambda *a, **k: None)
+    blocks = list(iter_rows(test, load_model(model)[1]["preprocess"], block_bytes=500))
+    assert len(blocks) > 10 and sum(len(X) for X, _ in blocks) == 150
+    chunked = predict_file(model, test, tmp_path / "chunked.csv", echo=lambda *a, **k: None,
+                           block_bytes=500)
+    assert chunked == whole and whole["accuracy"] == record["metrics"]["test_accuracy"]
+    assert (tmp_path / "chunked.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+
+
+def test_a_bad_row_in_a_late_block_leaves_no_output(kept, tmp_path, capsys):
+    from llc_bench.errors import DatasetError
+    from llc_bench.experiment.predict import predict_file
+
+    _, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    lines = test.read_text().splitlines()
+    lines[-1] = lines[-1].rsplit(",", 1)[0] + ",huge"
+    late = tmp_path / "late.csv"
+    late.write_text("\n".join(lines) + "\n")
+    (tmp_path / "out").mkdir()
+    with pytest.raises(DatasetError, match="'huge' the model never saw"):
+        predict_file(model, late, tmp_path / "out" / "p.csv", block_bytes=500)
+    assert list((tmp_path / "out").iterdir()) == []   # neither the file nor its temporary
+
+
+def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    X, y = _data(200)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    main(["run", "dataset=file", f"dataset.train={tmp_path / 'train.svm'}",
+          "dataset.test_fraction=0.3", "dataset.format=svmlight", "model=linear",
+          "trainer.C=1", "save_model=true", f"results_dir={tmp_path / 'store'}",
+          "progress=off"])
+    capsys.readouterr()
+    model = str(next((tmp_path / "store" / "models").glob("*.llcm")))
+    wide = np.hstack([X, X[:, :1]])
+    dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
+    line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
+    assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
+
+
+def test_a_headerless_file_with_another_column_count_is_one_line(tmp_path, capsys):
+    X, y = _data(200)
+    names = np.array(["low", "mid", "high"])
+    train = _csv(tmp_path / "train.csv", X, names[y], header=False)
+    main(["run", "dataset=file", f"dataset.train={train}", "dataset.test_fraction=0.3",
+          "model=linear", "trainer.C=1", "save_model=true", f"results_dir={tmp_path / 's'}",
+          "progress=off"])
+    capsys.readouterr()
+    model = str(next((tmp_path / "s" / "models").glob("*.llcm")))
+    wide = _csv(tmp_path / "wide.csv", np.hstack([X, X[:, :2]]), names[y], header=False)
+    assert "wide.csv: 7 columns, the model has 4 features (expected 4, or 5 with the label " \
+           "column)" in _error(capsys, "predict", model, str(wide))
+    narrow = _csv(tmp_path / "narrow.csv", X[:, :2], names[y], header=False)
+    assert "3 columns, the model has 4 features" in _error(capsys, "predict", model,
+                                                           str(narrow))
+
+
+def test_predict_reads_a_binary_format_whole(tmp_path, capsys):
+    from conftest import REPO
+
+    main(["run", "model=linear", "trainer.C=1", "save_model=true", "data.download=false",
+          f"data.mirrors=[{REPO / 'datasets'}]", f"data.home={tmp_path / 'home'}",
+          f"results_dir={tmp_path / 's'}", "progress=off"])     # banana, from its .mat file
+    capsys.readouterr()
+    model = str(next((tmp_path / "s" / "models").glob("*.llcm")))
+    main(["predict", model, str(REPO / "datasets" / "banana" / "banana_data.mat"), "--out",
+          str(tmp_path / "p.csv")])
+    assert "on 5300 rows of" in capsys.readouterr().err
+    assert len((tmp_path / "p.csv").read_text().splitlines()) == 5301

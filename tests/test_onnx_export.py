@@ -14,7 +14,19 @@ from llc_bench.experiment.runner import run_experiment
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-EXPORTED = ["linear", "llsvm", "lcc_svm", "sapl", "llsvm_soft"]
+#: every family with a graph (one preset each, two for the codings), its hyper-parameters
+#: fixed so that no cross-validation runs
+EXPORTED = {"linear": ["trainer.C=1"], "llsvm": [], "llsvm_soft": [], "lcc_svm": [],
+            "sapl": [], "jo": [], "ml3": ["trainer.lambda_grid=[1]", "trainer.n_iter=5"],
+            "occ_lib_g": ["coding.n_basis=5"],
+            "occ_peg_c": ["coding.n_basis=5", "trainer.epochs=3"], "ldkl": ["trainer.n_iter=3000"],
+            "csvm": ["trainer.C=1"], "kernel": ["trainer.C=1", "trainer.gamma=0.05"],
+            "nystroem": ["trainer.C=1", "trainer.gamma=0.05", "trainer.n_components=100"]}
+SGD = ("llsvm", "llsvm_soft", "lcc_svm", "sapl", "jo", "occ_peg_c", "ldkl")
+
+
+def _fast(model):
+    return [*EXPORTED[model], *(["trainer.history=false"] if model in SGD else [])]
 
 
 def _raw(X, pre):
@@ -51,19 +63,19 @@ def _check(tmp_path, capsys, mirror, dataset, model, *extra, tol=1e-9):
 
 @pytest.mark.parametrize("model", EXPORTED)
 def test_banana(model, tmp_path, capsys, mirror):
-    _check(tmp_path, capsys, mirror, "banana", model, "trainer.history=false"
-           if model != "linear" else "seed=0")
+    _check(tmp_path, capsys, mirror, "banana", model, *_fast(model))
 
 
-@pytest.mark.parametrize("model", ["linear", "llsvm", "sapl"])
+@pytest.mark.parametrize("model", EXPORTED)
 def test_usps_ten_classes(model, tmp_path, capsys, mirror):
     # float32 SGD weights (fixed anchors): the tolerance of the issue, 1e-4
-    _check(tmp_path, capsys, mirror, "usps", model, "dataset.max_train=1500",
-           "trainer.history=false" if model != "linear" else "seed=0",
-           *(["trainer.epochs=3"] if model == "sapl" else []), tol=1e-4)
+    _check(tmp_path, capsys, mirror, "usps", model, "dataset.max_train=1000", *_fast(model),
+           *(["trainer.epochs=3"] if model in ("sapl", "jo") else []),
+           tol=1e-4 if model in SGD else 1e-5)
 
 
-def test_sparse_svmlight_file(tmp_path, capsys):
+@pytest.mark.parametrize("model", EXPORTED)
+def test_sparse_svmlight_file(model, tmp_path, capsys):
     from sklearn.datasets import dump_svmlight_file
 
     rng = np.random.default_rng(0)
@@ -74,7 +86,8 @@ def test_sparse_svmlight_file(tmp_path, capsys):
     dump_svmlight_file(X[300:], y[300:], str(tmp_path / "test.svm"), zero_based=False)
     code, _, err = llc(capsys, "run", "dataset=file", f"dataset.train={tmp_path / 'train.svm'}",
                        f"dataset.test={tmp_path / 'test.svm'}", "dataset.format=svmlight",
-                       "dataset.sparse=true", "model=llsvm", "tune=off", "save_model=true",
+                       "dataset.sparse=true", f"model={model}", "tune=off", *_fast(model),
+                       "save_model=true",
                        f"results_dir={tmp_path / 'store'}", "progress=off")
     assert code == 0, err
     record = json.loads(next((tmp_path / "store" / "runs").glob("*.json")).read_text())
@@ -88,14 +101,17 @@ def test_sparse_svmlight_file(tmp_path, capsys):
     np.testing.assert_allclose(got, decision, rtol=0, atol=1e-5)
 
 
-def test_a_family_without_export_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("model,reason", [("svm_knn", "trains a LIBLINEAR model on each"),
+                                          ("lcc_svm_lcc", "solve a k x k linear system")])
+def test_a_family_without_a_graph_says_why_in_one_line(model, reason, tmp_path, capsys):
     X = np.random.default_rng(0).normal(size=(120, 3))
     lines = ["a,b,c,y"] + [f"{a!r},{b!r},{c!r},{int(a > 0)}" for a, b, c in X.tolist()]
     (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
     assert llc(capsys, "run", "dataset=file", f"dataset.train={tmp_path / 't.csv'}",
-               "dataset.test_fraction=0.3", "model=ml3", "tune=off", "trainer.lambda_grid=[1]",
+               "dataset.test_fraction=0.3", f"model={model}", "tune=off", "trainer.C=1",
+               *(["trainer.n_neighbors=20"] if model == "svm_knn" else []),
                "save_model=true", f"results_dir={tmp_path / 's'}", "progress=off")[0] == 0
-    model = next((tmp_path / "s" / "models").glob("*.llcm"))
-    code, _, err = llc(capsys, "export", str(model), "--onnx", str(tmp_path / "m.onnx"))
-    assert code == 1 and "ML3Classifier is not implemented yet" in err
+    model_file = next((tmp_path / "s" / "models").glob("*.llcm"))
+    code, _, err = llc(capsys, "export", str(model_file), "--onnx", str(tmp_path / "m.onnx"))
+    assert code == 1 and reason in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "m.onnx").exists()

@@ -10,8 +10,9 @@ from conftest import REPO, llc
 
 README = (REPO / "README.md").read_text()
 BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.S)
-#: examples that need files a reader makes first (the model file of the predict example)
-NEEDS_FILES = ("scratch/models/",)
+#: examples that need files a reader makes first (the model file of the predict example,
+#: the wine files): run in a scratch directory by test_the_keep_and_apply_sample_is_a_real_run
+NEEDS_FILES = ("scratch/models/", "wine.")
 
 
 def _masked(line: str) -> str:
@@ -60,3 +61,23 @@ def test_every_llc_bench_subcommand_in_the_readme_exists():
     listed = set(re.findall(r"^  (\w+) ", USAGE, re.M))
     assert used and used <= listed, used - listed
     assert os.path.exists(REPO / "Makefile")
+
+
+def test_the_keep_and_apply_sample_is_a_real_run(tmp_path, capsys, monkeypatch):
+    """"Keep and apply a model": its commands, run in order, print its sample output."""
+    section = README[README.index("## Keep and apply a model"):]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)[:6]
+    (_, write), (_, commands), (_, printed), (_, preds), (_, python), (_, shown) = blocks
+    monkeypatch.chdir(tmp_path)
+    exec(compile(write, "README.md", "exec"), {})  # noqa: S102 - our own README
+    out = []
+    for command in commands.replace("\\\n", " ").splitlines():
+        extra = ["progress=off"] if command.startswith("llc-bench run") else []
+        code, stdout, err = llc(capsys, *command.split()[1:], *extra)
+        assert code == 0, err
+        out += [line for line in (stdout + err).splitlines()
+                if " | seed " in line or line.startswith(("accuracy", "wrote"))]
+    assert [_masked(line) for line in out] == [_masked(line) for line in printed.splitlines()]
+    assert (tmp_path / "preds.csv").read_text().splitlines()[:3] == preds.splitlines()
+    exec(compile(python, "README.md", "exec"), {})  # noqa: S102
+    assert capsys.readouterr().out.splitlines() == shown.splitlines()

@@ -540,15 +540,17 @@ def _not_text(path: Path, options: Mapping, exc: UnicodeDecodeError) -> str:
 
 
 def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
-               n_features: int | None = None) -> Parsed:
-    """Parse one file; any library error becomes a one-line ``DatasetError`` naming it."""
+               n_features: int | None = None, fh=None, lines_before: int = 0) -> Parsed:
+    """Parse one file; any library error becomes a one-line ``DatasetError`` naming it.
+    ``fh``, ``lines_before``: a delimited file's lines read from ``fh`` (see
+    ``parse_delimited``)."""
     try:
         if fmt == "svmlight":
             if kind != "xy":
                 raise ValueError("svmlight files hold features and labels (role train/test/all)")
             parsed = parse_svmlight(path, options, options.get("n_features", n_features))
         elif fmt == "csv":
-            parsed = parse_delimited(path, options, kind)
+            parsed = parse_delimited(path, options, kind, fh, lines_before)
         elif fmt == "idx":
             parsed = parse_idx(path, kind)
         elif fmt == "mat":

@@ -33,7 +33,10 @@ TRUSTED = ("sklearn.metrics._dist_metrics.EuclideanDistance64",
            "sklearn.neighbors._kd_tree.KDTree", "sklearn.neighbors._ball_tree.BallTree",
            "sklearn.calibration._CalibratedClassifier",
            "sklearn.calibration._SigmoidCalibration", "sklearn.isotonic.IsotonicRegression",
-           "sklearn.model_selection._split.StratifiedKFold")
+           "sklearn.model_selection._split.StratifiedKFold",
+           # a model fitted on sparse rows keeps some as CSR (the kernel SVM's support
+           # vectors, SVM-KNN's training rows): arrays, no code
+           "scipy.sparse._csr.csr_matrix")
 
 
 def _plain(value):

@@ -2,8 +2,16 @@
 
 The rows are read with the parser and options the model was trained with, turned into its
 features by the saved preprocessing (value scale, the training split's scaler), and scored;
-one output row per input row: the predicted label and the decision values.  When the file
-has a label column, the accuracy is printed too.
+one output row per input row: the predicted label, the decision values and, for a
+calibrated model, the probabilities.  When the file has a label column, the accuracy is
+printed too.
+
+The file is read in blocks of whole lines (:data:`BLOCK_BYTES` of text, as the row-store
+conversion reads it), each parsed by the dataset readers' own parsers (scikit-learn's
+svmlight reader, ``parse_delimited`` for CSV with the training file's options) and
+scored and written before the next is read, so memory stays bounded by one block however
+large the file.  ``--out`` appears whole or not at all (a temporary file replaced at the
+end); a bad row in a late block leaves no partial output.
 """
 
 from __future__ import annotations
@@ -18,16 +26,31 @@ import numpy as np
 from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment.model_files import load_model
 
+#: Bytes of text per parsed block (decompressed): 32 MiB, the row-store conversion's.
+BLOCK_BYTES = 32 << 20
+
+
+def _skipped(options: dict) -> int:
+    return int(options.get("skip_rows", 0) or 0)
+
 
 def _columns(path: Path, options: dict) -> list[str]:
-    """The fields of the first line of a delimited file."""
+    """The fields of the first line (after ``skip_rows``) of a delimited file."""
     from llc_bench.data.compression import open_binary
     from llc_bench.data.formats import _separator
 
     with open_binary(path) as handle:
+        for _ in range(_skipped(options)):
+            handle.readline()
         first = handle.readline().decode(options.get("encoding") or "utf-8", "replace").strip()
     sep = _separator(options)
     return first.split() if sep is None or sep == r"\s+" else first.split(sep)
+
+
+def _has_header(pre: dict) -> bool:
+    """Whether files of this model start with a header line (the training file had one)."""
+    header = pre["options"].get("header", False)
+    return bool(pre.get("feature_names")) if header == "auto" else bool(header)
 
 
 def _kind(path: Path, pre: dict) -> str:
@@ -55,9 +78,94 @@ def _kind(path: Path, pre: dict) -> str:
     return "xy" if len(fields) == n + 1 else "x"
 
 
-def read_rows(path, pre: dict):
-    """(features as the model saw them, label values or None) of a data file."""
+def _block_options(path: Path, pre: dict, kind: str) -> dict:
+    """The CSV options for a block of data lines: no header, no skipped lines, the label
+    and dropped columns by position (a header names them only in the file's first lines)."""
+    from llc_bench.data.formats import _column_index
+
+    options = dict(pre["options"])
+    columns = _columns(path, options) if _has_header(pre) else None
+    if columns is None:  # positions count the fields of the first data line
+        columns = list(range(len(_columns(path, options))))
+    try:
+        if kind == "x":
+            options.pop("label_column", None)
+        else:
+            options["label_column"] = _column_index(options.get("label_column", -1), columns,
+                                                    "label_column")
+        options["drop_columns"] = [_column_index(c, columns, "drop_columns entry")
+                                   for c in options.get("drop_columns") or ()]
+    except ValueError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
+    options.update(header=False, skip_rows=0)
+    return options
+
+
+def _line_blocks(path: Path, skip_lines: int, block_bytes: int):
+    """``(lines before the block, block)``: the file after ``skip_lines`` lines, in blocks
+    of whole lines of about ``block_bytes`` bytes (a longer line is one block)."""
+    from llc_bench.data.compression import open_binary
+
+    with open_binary(path) as fh:
+        for _ in range(skip_lines):
+            fh.readline()
+        line, tail = skip_lines, b""
+        while True:
+            data = fh.read(block_bytes)
+            block = tail + data
+            cut = block.rfind(b"\n") + 1 if data else len(block)
+            block, tail = block[:cut], block[cut:]
+            if block.strip():
+                yield line, block
+            line += block.count(b"\n")
+            if not data:
+                return
+
+
+def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, block: bytes):
+    """(X, label values or None) of one block, as the dataset readers parse the file."""
+    from llc_bench.data.formats import labels_from_values, parse_file
+
+    n = pre["n_features"]
+    if pre["format"] == "svmlight":
+        from sklearn.datasets import load_svmlight_file
+
+        n_lines = block.count(b"\n") + (not block.endswith(b"\n"))
+        try:
+            X, y = load_svmlight_file(io.BytesIO(block), n_features=n, dtype=np.float64,
+                                      zero_based=options.get("zero_based", False) is True)
+        except (ValueError, OverflowError) as exc:
+            detail = str(exc).splitlines()[0]
+            if "n_features" in detail:
+                detail = f"a feature index beyond the model's {n} features ({detail})"
+            raise DatasetError(f"{path}: lines {line + 1}-{line + n_lines}: {detail}") from None
+        names, codes = labels_from_values(y)
+        return X, np.asarray(names, dtype=object)[codes]
+    return _checked(path, parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block),
+                                     lines_before=line), n)
+
+
+def _parse_whole(path: Path, pre: dict):
+    """(X, label values or None) of a file in a format that is not read in line blocks."""
     from llc_bench.data.formats import parse_file
+
+    return _checked(path, parse_file(path, pre["format"], pre["options"], kind="xy",
+                                     n_features=pre["n_features"]), pre["n_features"])
+
+
+def _checked(path: Path, parsed, n: int):
+    """(X, label values or None) of parsed rows, which must have the model's ``n`` features."""
+    if parsed.X.shape[1] != n:
+        raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
+    labels = None
+    if parsed.label_codes is not None:
+        labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
+    return parsed.X, labels
+
+
+def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
+    """(features as the model saw them, label values or None) of a data file, a block of
+    lines at a time."""
     from llc_bench.data.load import _as_float
     from llc_bench.data.preprocess import Scaler
 
@@ -65,27 +173,55 @@ def read_rows(path, pre: dict):
     if not path.is_file():
         raise DatasetError(f"{path}: no such data file")
     kind = _kind(path, pre)
-    options = dict(pre["options"])
-    if kind == "x" and pre["format"] == "csv":
-        options.pop("label_column", None)
-    parsed = parse_file(path, pre["format"], options, kind=kind,
-                        n_features=pre["n_features"])
-    X = parsed.X
-    if X.shape[1] != pre["n_features"]:
-        raise DatasetError(f"{path}: {X.shape[1]} features, the model has {pre['n_features']}")
-    X = _as_float(X, pre["sparse"], pre["value_scale"])
+    options = _block_options(path, pre, kind) if pre["format"] == "csv" else pre["options"]
+    skip = _skipped(pre["options"]) + (pre["format"] == "csv" and _has_header(pre))
+    scaler = None
     if pre.get("scale") is not None:
         mean = None if pre.get("mean") is None else np.asarray(pre["mean"], dtype=np.float64)
-        X = Scaler(mean, np.asarray(pre["scale"], dtype=np.float64), 0).transform(X, copy=False)
-    labels = None
-    if parsed.label_codes is not None:
-        labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
-    return X, labels
+        scaler = Scaler(mean, np.asarray(pre["scale"], dtype=np.float64), 0)
+    if pre["format"] in ("csv", "svmlight"):
+        blocks = (_parse_block(path, pre, kind, options, line, block)
+                  for line, block in _line_blocks(path, skip, block_bytes))
+    else:  # a binary format (.mat, ...): the whole file, by its parser
+        blocks = [_parse_whole(path, pre)]
+    for X, labels in blocks:
+        X = _as_float(X, pre["sparse"], pre["value_scale"])
+        yield (X if scaler is None else scaler.transform(X, copy=False)), labels
 
 
-def predict_file(model_path, data_path, out=None, echo=print) -> dict:
+class _Output:
+    """The CSV of predictions: to ``out`` (atomically, at the end) or to stdout."""
+
+    def __init__(self, out):
+        from llc_bench.experiment.results import atomic_writer
+
+        self._writer = None if out is None else atomic_writer(Path(out))
+        self.handle = None
+
+    def __enter__(self):
+        if self._writer is None:
+            self.handle = sys.stdout
+        else:
+            self.handle = io.TextIOWrapper(self._writer.__enter__(), encoding="utf-8",
+                                           newline="")
+        return self
+
+    def write(self, text: str) -> None:
+        self.handle.write(text)
+
+    def __exit__(self, *exc):
+        if self._writer is None:
+            self.handle.flush()
+            return False
+        self.handle.flush()
+        self.handle.detach()
+        return self._writer.__exit__(*exc)
+
+
+def predict_file(model_path, data_path, out=None, echo=print,
+                 block_bytes: int = BLOCK_BYTES) -> dict:
     """Write the predictions of ``model_path`` on ``data_path`` (CSV) to ``out`` (or
-    stdout); returns {"rows", "accuracy"}."""
+    stdout), a block of input lines at a time; returns {"rows", "accuracy"}."""
     from llc_bench.experiment.model_files import base_estimator
     from llc_bench.models._validation import labels_from_scores
 
@@ -95,43 +231,48 @@ def predict_file(model_path, data_path, out=None, echo=print) -> dict:
     if not pre:
         raise ConfigError(f"{model_path}: the model file holds no preprocessing (a streamed "
                           "or generated training set); it cannot read new files")
-    X, labels = read_rows(data_path, pre)
-    scores = np.asarray(estimator.decision_function(X))
     classes = np.asarray(estimator.classes_)
-    predicted = labels_from_scores(classes, scores)
     names = pre["names"]
     binary = pre["task"] == "binary"
     name_of = (lambda v: names[int(v > 0)]) if binary else (lambda v: names[int(v)])
-    accuracy = None
-    if labels is not None:
-        value_of = pre["value_of"]
-        unseen = sorted({str(v) for v in labels if str(v) not in value_of})
-        if unseen:
-            raise DatasetError(f"{data_path}: label(s) {', '.join(map(repr, unseen[:5]))} the "
-                               f"model never saw (it knows {', '.join(map(repr, value_of))})")
-        truth = np.array([value_of[str(v)] for v in labels])
-        accuracy = float(np.mean(truth == predicted))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    columns = (["decision"] if scores.ndim == 1 else
-               [f"decision_{names[i] if not binary else i}" for i in range(scores.shape[1])])
-    proba = model.predict_proba(X) if model is not estimator else None
-    if proba is not None:
-        columns += [f"proba_{name_of(c)}" for c in classes]
-    writer.writerow(["predicted", *columns, *(["label"] if labels is not None else [])])
-    rows = scores.reshape(len(scores), -1)
-    if proba is not None:
-        rows = np.hstack([rows, proba])
-    for i, value in enumerate(predicted):
-        writer.writerow([name_of(value), *(repr(float(s)) for s in rows[i]),
-                         *([labels[i]] if labels is not None else [])])
-    if out is None:
-        sys.stdout.write(buffer.getvalue())
-    else:
-        from llc_bench.experiment.results import atomic_write_text
-
-        atomic_write_text(Path(out), buffer.getvalue())
+    value_of = pre["value_of"]
+    calibrated = model is not estimator
+    rows = correct = 0
+    has_labels = None
+    with _Output(out) as output:
+        for X, labels in iter_rows(data_path, pre, block_bytes):
+            scores = np.asarray(estimator.decision_function(X))
+            predicted = labels_from_scores(classes, scores)
+            if has_labels is None:  # the header, from the first block
+                has_labels = labels is not None
+                columns = (["decision"] if scores.ndim == 1 else
+                           [f"decision_{names[i] if not binary else i}"
+                            for i in range(scores.shape[1])])
+                if calibrated:
+                    columns += [f"proba_{name_of(c)}" for c in classes]
+                output.write(",".join(["predicted", *columns,
+                                       *(["label"] if has_labels else [])]) + "\n")
+            if labels is not None:
+                unseen = sorted({str(v) for v in labels if str(v) not in value_of})
+                if unseen:
+                    raise DatasetError(
+                        f"{data_path}: label(s) {', '.join(map(repr, unseen[:5]))} the model "
+                        f"never saw (it knows {', '.join(map(repr, value_of))})")
+                truth = np.array([value_of[str(v)] for v in labels])
+                correct += int(np.sum(truth == predicted))
+            values = scores.reshape(len(scores), -1)
+            if calibrated:
+                values = np.hstack([values, model.predict_proba(X)])
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, lineterminator="\n")
+            for i, value in enumerate(predicted):
+                writer.writerow([name_of(value), *(repr(float(s)) for s in values[i]),
+                                 *([labels[i]] if labels is not None else [])])
+            output.write(buffer.getvalue())
+            rows += len(predicted)
+    if has_labels is None:
+        raise DatasetError(f"{data_path}: no data rows (is the file empty?)")
+    accuracy = correct / rows if has_labels else None
     if accuracy is not None:
-        echo(f"accuracy {100 * accuracy:.2f}% on {len(predicted)} rows of {data_path}",
-             file=sys.stderr)
-    return {"rows": int(len(predicted)), "accuracy": accuracy}
+        echo(f"accuracy {100 * accuracy:.2f}% on {rows} rows of {data_path}", file=sys.stderr)
+    return {"rows": rows, "accuracy": accuracy}

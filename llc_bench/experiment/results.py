@@ -93,6 +93,15 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """``atomic_write_text`` for bytes."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path):
+    """A binary handle whose bytes appear at ``path`` only when the block ends without an
+    exception (a temporary file in the same directory, fsync, ``os.replace``): written
+    piece by piece, as ``llc-bench predict`` writes its chunks."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{path} is a directory: give a file name to write")
@@ -100,7 +109,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fchmod(handle.fileno(), file_mode())
             os.fsync(handle.fileno())
