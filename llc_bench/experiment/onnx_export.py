@@ -158,7 +158,7 @@ def export_onnx(model_path, out) -> Path:
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                    producer_name="llc-bench")
     onnx.checker.check_model(onnx_model, full_check=True)
-    from llc_bench.experiment.results import atomic_write_bytes
+    from llc_bench.files import atomic_write_bytes
 
     out = Path(out)
     atomic_write_bytes(out, onnx_model.SerializeToString())

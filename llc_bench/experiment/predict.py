@@ -128,7 +128,7 @@ def predict_file(model_path, data_path, out=None, echo=print) -> dict:
     if out is None:
         sys.stdout.write(buffer.getvalue())
     else:
-        from llc_bench.experiment.results import atomic_write_text
+        from llc_bench.files import atomic_write_text
 
         atomic_write_text(Path(out), buffer.getvalue())
     if accuracy is not None:

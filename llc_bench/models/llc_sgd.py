@@ -55,7 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..coding.local import LocalCode
-from ..data.stream import StoredRows
+from ..data.rows import StoredRows
 from ..errors import ConfigError, FitError
 from . import _sgd_kernel as K
 

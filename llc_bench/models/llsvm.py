@@ -53,7 +53,7 @@ from ..coding.local import (
     LocalCode,
     make_coding,
 )
-from ..data.stream import SAMPLE_ROWS, is_source
+from ..data.rows import SAMPLE_ROWS, RowSource
 from ._validation import (
     COUNT,
     COUNT0,
@@ -369,7 +369,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     def _check_fit_data(self, X, y):
         """(X, y, source): validated in-memory arrays, or a chunked source with its labels
         (X then an empty placeholder: a seeded sample of the source replaces it)."""
-        if not is_source(X):
+        if not isinstance(X, RowSource):
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
             return self._prepare_X(X), y, None
         y = np.asarray(y)
@@ -422,8 +422,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         """(n, n_out) decision values f_c(x) = Σ_a γ_a (W_c[j_a]·x + b_c[j_a]) (eq. 8):
         the codes (one distance GEMM against the anchors), then only the k active
         linear models per row (``decision_from_codes``, the history's kernel)."""
-        if is_source(X):
-            return np.vstack([self._scores(Xc, timings) for _, Xc in X.iter_chunks()])
+        if isinstance(X, RowSource):
+            return np.vstack([self._scores(Xc, timings) for _, Xc in X.chunks()])
         t = time.perf_counter()
         code = self._encode(X)
         t_enc = time.perf_counter() - t
@@ -436,7 +436,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
     def _validate_predict_X(self, X):
         check_is_fitted(self)
-        if is_source(X):
+        if isinstance(X, RowSource):
             return X
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         return self._prepare_X(X)
