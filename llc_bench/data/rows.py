@@ -52,6 +52,8 @@ class RowSource:
     n_rows: int
     n_features: int
     chunk_rows: int
+    #: Rows read chunk by chunk (False: all of them in memory already).
+    streamed = True
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -84,6 +86,8 @@ def as_source(X) -> RowSource:
 
 class ArraySource(RowSource):
     """A dense array or a CSR matrix already in memory, as one chunk."""
+
+    streamed = False
 
     def __init__(self, X):
         self.X = X
