@@ -6,19 +6,16 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import MIRROR
 
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.command import figures_command
 
 
 @pytest.fixture(scope="module")
-def drawn(tmp_path_factory):
-    if MIRROR is None:
-        pytest.skip("real-data test: no dataset mirror (../shared/datasets or $LLC_BENCH_MIRROR)")
+def drawn(tmp_path_factory, mirror):
     results = tmp_path_factory.mktemp("figures") / "results"
     args = ["--profile", "quick", "--figure", "sapl_fig1", "--figure", "sapl_fig2",
-            "--launcher", "basic", "--results-dir", str(results), "--mirror", str(MIRROR)]
+            "--launcher", "basic", "--results-dir", str(results), "--mirror", str(mirror)]
     lines: list[str] = []
     out = figures_command(args, echo=lines.append)
     return results, args, out, lines

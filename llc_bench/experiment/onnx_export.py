@@ -67,14 +67,40 @@ def _linear(est, const, op, x: str) -> str:
                                                           dtype=np.float64).ravel())], "f")
 
 
+def _soft_knn_weights(coding, const, op, d, xx, vv) -> str:
+    """LLC-SAPL eq. 2 with d_min subtracted (``SoftKNNCoding``)."""
+    d_min = op("ReduceMin", [d, const("axis1b", np.array([1]))], "d_min", keepdims=1)
+    shifted = op("Mul", [op("Sub", [d, d_min], "dd"),
+                         const("minus_beta", np.float64(-coding.beta_))], "bd")
+    return op("Exp", [shifted], "w_raw")
+
+
+def _inverse_distance_weights(coding, const, op, d, xx, vv) -> str:
+    """1/||x - v||^p, all weight on an anchor x sits on (``InverseDistanceCoding``)."""
+    from llc_bench.coding.local import HIT_RTOL
+
+    scale = op("Add", [xx, op("Gather", [const("vv_flat", vv), "idx"], "vv_idx")],
+               "hit_scale")
+    hit = op("LessOrEqual", [d, op("Mul", [scale, const("rtol", np.float64(HIT_RTOL))],
+                                   "tol")], "hit")
+    inv = op("Pow", [d, const("minus_half_p", np.float64(-0.5 * coding.power))], "inv")
+    w0 = op("Where", [hit, const("zero_b", np.float64(0.0)), inv], "w0")
+    hitf = op("Cast", [hit], "hitf", to=11)  # double
+    any_hit = op("ReduceMax", [hitf, const("axis1c", np.array([1]))], "any_hit",
+                 keepdims=1)
+    return op("Where", [op("Cast", [any_hit], "any_hit_b", to=9), hitf, w0], "w_raw")
+
+
+#: coding name -> the ONNX nodes of its unnormalised weights over the k nearest.
+WEIGHTS = {"soft_knn": _soft_knn_weights, "inverse_distance": _inverse_distance_weights}
+
+
 def _local(est, const, op, x: str) -> str:
     """LL-SVM eq. 8 over the k nearest anchors."""
-    from llc_bench.coding.local import HIT_RTOL, InverseDistanceCoding, SoftKNNCoding
-
     coding = est.coding_
-    if not isinstance(coding, InverseDistanceCoding | SoftKNNCoding):
+    if coding.name not in WEIGHTS:
         raise ConfigError(f"ONNX export of the {coding.name!r} coding is not implemented "
-                          "(inverse_distance and soft_knn are)")
+                          f"({' and '.join(WEIGHTS)} are)")
     V = np.asarray(est.anchors_, dtype=np.float64)
     m, D = V.shape
     k = min(coding.k, m)
@@ -87,22 +113,7 @@ def _local(est, const, op, x: str) -> str:
     d_raw, _ = op("TopK", [d2, const("k", np.array([k], dtype=np.int64))], ["d_raw", "idx"],
                   axis=1, largest=0, sorted=1)
     d = op("Max", [d_raw, const("zero", np.float64(0.0))], "d")
-    if isinstance(coding, SoftKNNCoding):
-        d_min = op("ReduceMin", [d, const("axis1b", np.array([1]))], "d_min", keepdims=1)
-        shifted = op("Mul", [op("Sub", [d, d_min], "dd"),
-                             const("minus_beta", np.float64(-coding.beta_))], "bd")
-        w = op("Exp", [shifted], "w_raw")
-    else:
-        scale = op("Add", [xx, op("Gather", [const("vv_flat", vv), "idx"], "vv_idx")],
-                   "hit_scale")
-        hit = op("LessOrEqual", [d, op("Mul", [scale, const("rtol", np.float64(HIT_RTOL))],
-                                       "tol")], "hit")
-        inv = op("Pow", [d, const("minus_half_p", np.float64(-0.5 * coding.power))], "inv")
-        w0 = op("Where", [hit, const("zero_b", np.float64(0.0)), inv], "w0")
-        hitf = op("Cast", [hit], "hitf", to=11)  # double
-        any_hit = op("ReduceMax", [hitf, const("axis1c", np.array([1]))], "any_hit",
-                     keepdims=1)
-        w = op("Where", [op("Cast", [any_hit], "any_hit_b", to=9), hitf, w0], "w_raw")
+    w = WEIGHTS[coding.name](coding, const, op, d, xx, vv)
     w = op("Div", [w, op("ReduceSum", [w, const("axis1d", np.array([1]))], "w_sum",
                          keepdims=1)], "w")
     W = np.asarray(est.W_, dtype=np.float64)            # (n_out, m, D)
