@@ -296,48 +296,15 @@ def _epoch(
     X, Y, code: LocalCode, order, Wa, b, t, count, *, lambda_, t0, skip, bias_scale, use_W=True
 ):
     """:func:`run_epoch` on an anchor-major Wa (:func:`anchor_major`)."""
-    idx = code.indices
-    gam = code.weights
     order = np.ascontiguousarray(order, dtype=np.int64)
     table = None
     if isinstance(X, StoredRows):
         X, table = X.raw, X.table
+    args = (Y, code.indices, code.weights, order, Wa, b, float(lambda_), float(t0), int(t),
+            int(count), int(skip), float(bias_scale), bool(use_W))
     if sp.issparse(X):
-        return K.sgd_epoch_csr(
-            X.data,
-            X.indices,
-            X.indptr,
-            Y,
-            idx,
-            gam,
-            order,
-            Wa,
-            b,
-            float(lambda_),
-            float(t0),
-            int(t),
-            int(count),
-            int(skip),
-            float(bias_scale),
-            bool(use_W),
-        )
-    return K.sgd_epoch_dense(
-        X,
-        Y,
-        idx,
-        gam,
-        order,
-        Wa,
-        b,
-        float(lambda_),
-        float(t0),
-        int(t),
-        int(count),
-        int(skip),
-        float(bias_scale),
-        bool(use_W),
-        table,
-    )
+        return K.sgd_epoch_csr(X.data, X.indices, X.indptr, *args)
+    return K.sgd_epoch_dense(X, *args, table)
 
 
 def decision_from_codes(X, code: LocalCode, W, b, use_W=True) -> np.ndarray:

@@ -206,7 +206,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     def numerics_version(self) -> int:
         """Enters the result cache key: bump it whenever the same parameters give other
         numbers.  2 = warm-start η0 calibration, best epoch kept, divergence restarts;
-        3 = the issue-17 defaults: dual_cd init, k-means on a 20,000-row sample;
+        3 = the faster defaults: dual_cd init, k-means on a 20,000-row sample;
         4 (learned anchors only) = their η0 calibrated over 10 passes on a grid of step 4;
         5 = the dual CD init's sums reassociated (vectorised), and with fixed anchors the
         float32 SGD weights and the coarse-to-fine η0 grid by default."""
@@ -572,7 +572,7 @@ class LLSVMClassifier(_LocalSVMBase):
         Run the λ CV on a seeded stratified subsample of this many rows.
     kmeans_sample : int or None, default 20000
         k-means on a seeded sample of this many rows (None = all rows): on mnist 5x
-        faster anchors at the same accuracy (issue 17; ``scripts/bench_llsvm.py``).
+        faster anchors at the same accuracy (``scripts/bench_llsvm.py``).
     kmeans_tol : float or None, default None
         Opt-in: k-means' relative tolerance (None = scikit-learn's 1e-4).
     init_solver : {"l2_hinge", "l2_squared_hinge", "dual_cd"} or None, default "dual_cd"
