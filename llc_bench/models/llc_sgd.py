@@ -124,9 +124,15 @@ def sgd_step_reference(
             if use_W:
                 W[c, idx] += eta * y[c] * np.outer(gam, x)  # eq. (11)
             b[c, idx] += eta * bias_scale * y[c] * gam  # eq. (12), bias-corrected rate
+    return t + 1, _skip_decay_reference(W, b, t, count, t0, skip, use_W)
+
+
+def _skip_decay_reference(W, b, t, count, t0, skip, use_W) -> int:
+    """The skip counter after a step; every ``skip`` steps W *= r (b for LCC variants),
+    r = 1 - skip/(t + t0) (LL-SVM eq. 13, SAPL eq. 19), SVMSGD2's safeguard below 0.8."""
     count -= 1
     if count <= 0:
-        r = 1.0 - skip / (t + t0)  # eq. (13)
+        r = 1.0 - skip / (t + t0)
         if r < 0.8:
             r = (1.0 - 1.0 / (t + t0)) ** skip
         if use_W:
@@ -134,7 +140,7 @@ def sgd_step_reference(
         else:
             b *= r
         count = skip
-    return t + 1, count
+    return count
 
 
 def sgd_epoch_reference(
@@ -199,17 +205,8 @@ def sgd_step_anchors_reference(
             if use_W:
                 W[c, idx] += eta * y[c] * np.outer(gam, x)  # eq. (17)
             b[c, idx] += eta * bias_scale * y[c] * gam  # eq. (18)
-    count -= 1
-    if count <= 0:
-        r = 1.0 - skip / (t + t0)  # eq. (19)
-        if r < 0.8:
-            r = (1.0 - 1.0 / (t + t0)) ** skip
-        if use_W:
-            W *= r
-        else:
-            b *= r
-        count = skip
-    return t + 1, count, int(np.count_nonzero(gam))
+    return t + 1, _skip_decay_reference(W, b, t, count, t0, skip, use_W), \
+        int(np.count_nonzero(gam))
 
 
 def sgd_epoch_anchors_reference(
