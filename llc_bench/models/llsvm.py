@@ -343,7 +343,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     def _fit_coding(self, X, seed) -> tuple[LocalCode, dict]:
         """``coding_`` fitted on X (β "auto") and the training codes."""
         k = min(self.k, self.anchors_.shape[0])
-        self.coding_ = coding_from_params(self.coding, k, self.get_params(deep=False))
+        self.coding_ = coding_from_params(self.coding, k, vars(self))  # its own options
         self.coding_.fit(X, self.anchors_, random_state=seed)
         return self._encode(X), self.coding_.params()
 
