@@ -167,7 +167,7 @@ def best_peer_run(peer: str, dataset: str, seed: int, home: str, mirror: str,
 def write_peer_points(path: Path, points: dict) -> None:
     """{dataset: {train_seconds, accuracy (%), label}} for ``llc-bench figures --figure
     pareto`` (conf/tables.yaml: figures.pareto.peer), merged into what ``path`` holds."""
-    from llc_bench.experiment.results import atomic_write_text
+    from llc_bench.files import atomic_write_text
 
     old = json.loads(path.read_text()) if path.is_file() else {}
     atomic_write_text(path, json.dumps({**old, **points}, indent=1, sort_keys=True) + "\n")

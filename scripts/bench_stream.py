@@ -84,7 +84,7 @@ def from_record(path: str, home: str, mirror: str) -> dict:
                       download=False)
     m = record["model_size"]["n_anchors"]
     epochs = fit["sgd"]["epoch_seconds"]
-    floor = gemm_floor(ds.X_train, m, 65_536) if hasattr(ds.X_train, "iter_chunks") else None
+    floor = gemm_floor(ds.X_train, m, 65_536) if hasattr(ds.X_train, "chunks") else None
     t = record["timings"]
     phases = {k: v for k, v in t.items() if k.startswith("fit_") or k in ("load", "preprocess")}
     phases.update(train=t["train"], predict_test=t["test_total"])
@@ -158,7 +158,7 @@ def main() -> None:
     phases["predict test"] = time.perf_counter() - tic
     epochs = est.fit_info_["sgd"]["epoch_seconds"]
     m = est.anchors_.shape[0]
-    streamed = hasattr(ds.X_train, "iter_chunks")
+    streamed = hasattr(ds.X_train, "chunks")
     floor = gemm_floor(ds.X_train, m, 65_536) if streamed else float("nan")
     out = {
         "dataset": config["dataset"]["name"], "model": config["model"]["name"],

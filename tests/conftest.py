@@ -1,8 +1,9 @@
 """Shared fixtures.
 
 Real-data tests read the read-only dataset mirror ``../shared/datasets`` (next
-to the checkout, as in CI) or the directory named by ``$LLC_BENCH_MIRROR``.
-They skip, saying why, when neither exists.
+to the checkout, as in CI) or the directory named by ``$LLC_BENCH_MIRROR``, through
+the ``mirror`` fixture.  They skip, saying why, when neither exists, and carry the
+``real_data`` marker: ``pytest -m "not real_data"`` is the quick inner loop.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def _find_mirror() -> Path | None:
 
 
 MIRROR = _find_mirror()
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that uses the ``mirror`` fixture (directly or through another fixture)
+    is a ``real_data`` test."""
+    for item in items:
+        if "mirror" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_data)
 
 
 @pytest.fixture(scope="session")

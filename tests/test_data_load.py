@@ -370,7 +370,7 @@ def test_registry_composes_like_hydra():
 
 
 def test_streaming_dataset_has_the_in_memory_split_labels_and_scaling(tmp_path, toy_file):
-    from llc_bench.data.stream import RowSource
+    from llc_bench.data.rows import RowSource
 
     files = {"all": {"path": str(toy_file)}}
     ref = load(toy_spec(files), tmp_path, seed=3)

@@ -64,6 +64,7 @@ def test_every_design_dataset_has_a_config():
                     assert url.startswith("https://"), url
 
 
+@pytest.mark.real_data
 @pytest.mark.parametrize("row", stats_rows(), ids=lambda r: f"{r['paper']}-{r['dataset']}")
 def test_specs_record_the_paper_statistics(row):
     spec = resolve_spec(CONFIG_OF.get((row["paper"], row["dataset"]), row["dataset"]))

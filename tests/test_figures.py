@@ -6,19 +6,16 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import MIRROR
 
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.command import figures_command
 
 
 @pytest.fixture(scope="module")
-def drawn(tmp_path_factory):
-    if MIRROR is None:
-        pytest.skip("real-data test: no dataset mirror (../shared/datasets or $LLC_BENCH_MIRROR)")
+def drawn(tmp_path_factory, mirror):
     results = tmp_path_factory.mktemp("figures") / "results"
     args = ["--profile", "quick", "--figure", "sapl_fig1", "--figure", "sapl_fig2",
-            "--launcher", "basic", "--results-dir", str(results), "--mirror", str(MIRROR)]
+            "--launcher", "basic", "--results-dir", str(results), "--mirror", str(mirror)]
     lines: list[str] = []
     out = figures_command(args, echo=lines.append)
     return results, args, out, lines
@@ -48,16 +45,14 @@ def test_redrawing_runs_nothing(drawn, monkeypatch):
     assert set(out) == {"sapl_fig1", "sapl_fig2"}
 
 
-def test_pareto_has_one_point_per_model_and_budget(tmp_path):
+def test_pareto_has_one_point_per_model_and_budget(tmp_path, mirror):
     """The Pareto figure (quick: banana, the linear SVM once, LL-SVM at budgets 1 and 3 s):
     a selecting model runs once per budget with tune=on and no trial cap, a model whose grid
     CV is its selection runs once."""
-    if MIRROR is None:
-        pytest.skip("real-data test: no dataset mirror (../shared/datasets or $LLC_BENCH_MIRROR)")
     results = tmp_path / "results"
     lines: list[str] = []
     out = figures_command(["--profile", "quick", "--figure", "pareto", "--launcher", "basic",
-                           "--results-dir", str(results), "--mirror", str(MIRROR)],
+                           "--results-dir", str(results), "--mirror", str(mirror)],
                           echo=lines.append)
     assert (results / "figures-quick" / "pareto.png").stat().st_size > 1000, (out, lines)
     records = [r for _, r, _ in ResultsStore(results).records() if r]

@@ -12,6 +12,8 @@ from llc_bench.models import JOClassifier, LCCSVMClassifier, LLSVMClassifier, SA
 from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.llc_sgd import (
+    Monitor,
+    SGDOptions,
     auto_bias_scale,
     decision_from_codes,
     default_skip,
@@ -103,23 +105,15 @@ def test_sgd_defaults_and_hook():
     assert default_skip(Xs) == 64
     X, Y, code, W, b = _problem()
     with pytest.raises(NotImplementedError, match="learn_anchors"):
-        train_llc_sgd(X, Y, code, W, b, lambda_=0.1, learn_anchors=True)
+        train_llc_sgd(X, Y, code, W, b, SGDOptions(lambda_=0.1, learn_anchors=True))
 
 
 def test_train_llc_sgd_callback_and_info():
     X, Y, code, W, b = _problem()
     seen = []
     W, b, info = train_llc_sgd(
-        X,
-        Y,
-        code,
-        W,
-        b,
-        lambda_=0.01,
-        epochs=3,
-        random_state=0,
-        t0="svmsgd2",
-        callback=lambda e, W, b: seen.append(e),
+        X, Y, code, W, b, SGDOptions(lambda_=0.01, epochs=3, random_state=0, t0="svmsgd2"),
+        Monitor(callback=lambda e, W, b: seen.append(e)),
     )
     assert seen == [0, 1, 2, 3] and info["steps"] == 450
     assert info["t0"] == pytest.approx(0.01**-0.75)

@@ -12,11 +12,14 @@ from llc_bench.coding import (
     anchor_gradient,
     make_coding,
 )
+from llc_bench.coding.local import KERNEL_ADAPTIVE_KNN, KERNEL_SOFT_KNN
 from llc_bench.errors import ConfigError
 from llc_bench.models import LLSVMClassifier
 from llc_bench.models import _sgd_kernel as K
 from llc_bench.models.llc_sgd import (
     AnchorLearningUnavailable,
+    Monitor,
+    SGDOptions,
     decision_from_codes,
     labels_matrix,
     run_epoch,
@@ -136,7 +139,7 @@ def test_soft_knn_gradient_matches_finite_differences(seed, use_W):
         W = np.zeros_like(W)
     beta, k = 0.4, 4
     for c in range(W.shape[0]):
-        idx, grad, ka = K.anchor_grad_dense(x, V, W, b, c, K.CODING_SOFT_KNN, beta, k, use_W)
+        idx, grad, ka = K.anchor_grad_dense(x, V, W, b, c, KERNEL_SOFT_KNN, beta, k, use_W)
         assert ka == k
         fd = _central_fd(lambda Vv, idx=idx, c=c: _f_soft(x, Vv, idx, W, b, c, beta), V, idx)
         assert np.linalg.norm(grad - fd) <= 1e-6 * np.linalg.norm(fd)
@@ -151,7 +154,7 @@ def test_soft_knn_gradient_matches_finite_differences(seed, use_W):
 def test_adaptive_knn_gradient_matches_finite_differences(seed):
     x, V, W, b = _setup(seed, m=12)
     mu, k = 0.1, 6
-    idx, grad, ka = K.anchor_grad_dense(x, V, W, b, 0, K.CODING_ADAPTIVE_KNN, mu, k, True)
+    idx, grad, ka = K.anchor_grad_dense(x, V, W, b, 0, KERNEL_ADAPTIVE_KNN, mu, k, True)
     assert 2 <= ka <= k  # a non-trivial active set
     d = ((x - V[idx]) ** 2).sum(1)
     _, k_star, lam, _ = adaptive_knn_weights(d[None, :], mu)
@@ -159,7 +162,7 @@ def test_adaptive_knn_gradient_matches_finite_differences(seed):
     act = idx[:ka]
     Lam = lam[0] + mu * d.min()  # λ frozen, as the paper's eq. (22)
     for c in range(W.shape[0]):
-        idx_c, grad, _ = K.anchor_grad_dense(x, V, W, b, c, K.CODING_ADAPTIVE_KNN, mu, k, True)
+        idx_c, grad, _ = K.anchor_grad_dense(x, V, W, b, c, KERNEL_ADAPTIVE_KNN, mu, k, True)
         f_c = lambda Vv, c=c: _f_adaptive_frozen(x, Vv, act, W, b, c, mu, Lam)  # noqa: E731
         fd = _central_fd(f_c, V, act)
         assert np.linalg.norm(grad[:ka] - fd) <= 1e-6 * np.linalg.norm(fd)
@@ -237,7 +240,7 @@ def test_one_step_moves_anchors_by_the_sum_over_violated_classes():
     expect = np.zeros_like(V)
     n_viol = 0
     for c in range(3):
-        idx, grad, _ = K.anchor_grad_dense(x, V, W, b, c, K.CODING_SOFT_KNN, beta, k, True)
+        idx, grad, _ = K.anchor_grad_dense(x, V, W, b, c, KERNEL_SOFT_KNN, beta, k, True)
         f = _f_soft(x, V, idx, W, b, c, beta)
         if 1 - y[c] * f > 0:
             n_viol += 1
@@ -294,23 +297,24 @@ def test_train_llc_sgd_learn_anchors_api():
     coding = AdaptiveKNNCoding(k=4, mu=0.5)
     code = coding.encode(X, V)
     with pytest.raises(AnchorLearningUnavailable):
-        train_llc_sgd(X, Y, code, W, b, lambda_=0.1, learn_anchors=True)
+        train_llc_sgd(X, Y, code, W, b, SGDOptions(lambda_=0.1, learn_anchors=True))
     with pytest.raises(ConfigError):
-        train_llc_sgd(X, Y, code, W, b, lambda_=0.1, learn_anchors=True, anchors=V,
-                      coding=make_coding("inverse_distance", k=3))
+        train_llc_sgd(X, Y, code, W, b, SGDOptions(
+            lambda_=0.1, learn_anchors=True, anchors=V,
+            coding=make_coding("inverse_distance", k=3)))
     stats, seen = [], []
     V1 = V.copy()
     _, _, info = train_llc_sgd(
-        X, Y, code, W, b, lambda_=0.1, epochs=3, random_state=0, learn_anchors=True,
-        anchors=V1, coding=coding, anchor_scale=0.5, epoch_stats=stats,
-        callback=lambda e, W, b: seen.append((e, len(stats))),
+        X, Y, code, W, b, SGDOptions(lambda_=0.1, epochs=3, random_state=0, learn_anchors=True,
+                                     anchors=V1, coding=coding, anchor_scale=0.5),
+        Monitor(epoch_stats=stats, callback=lambda e, W, b: seen.append((e, len(stats)))),
     )
     assert seen == [(0, 0), (1, 1), (2, 2), (3, 3)]  # the stats are there when it runs
     assert info["learn_anchors"] and info["anchor_scale"] == 0.5 and info["steps"] == 360
     assert len(info["mean_k_per_epoch"]) == 3 and 1 <= stats[0]["mean_k"] <= 4
     assert not np.array_equal(V1, V)
     # fixed anchors with a variable-k code: the mean k* of the code, every epoch
-    _, _, info = train_llc_sgd(X, Y, code, W.copy(), b.copy(), lambda_=0.1, epochs=2)
+    _, _, info = train_llc_sgd(X, Y, code, W.copy(), b.copy(), SGDOptions(lambda_=0.1, epochs=2))
     assert info["mean_k_per_epoch"] == [pytest.approx(code.n_active.mean())] * 2
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
-from llc_bench.data import load_dataset
-from llc_bench.data import stream as S
+from llc_bench.data import load_dataset, stream
+from llc_bench.data import rowstore as S
 from llc_bench.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,10 +78,10 @@ def test_row_source_chunks_sample_and_stats(tmp_path):
     X, _ = write_mnist8m_bz2(src, 250, seed=1)
     store = S.convert_svmlight(src, tmp_path / "s", 784, 1 / 255, "auto", {})
     rows = np.arange(10, 240, 3)
-    source = S.RowSource(store, rows, value_scale=1 / 255, chunk_rows=32)
+    source = S.StoreSource(store, rows, value_scale=1 / 255, chunk_rows=32)
     Xf = X[rows] * (1 / 255)  # as load_dataset scales: x * value_scale
     assert source.n_chunks == 3 and source.n_rows == len(rows)
-    got = dict(source.iter_chunks([2, 0, 1]))
+    got = dict(source.chunks([2, 0, 1]))
     np.testing.assert_array_equal(np.vstack([got[c] for c in range(3)]), Xf)
     stats = source.stats(labels=np.arange(len(rows)) % 3)
     np.testing.assert_allclose(stats["mean"], Xf.mean(0), atol=1e-12)
@@ -125,7 +125,7 @@ def test_mnist8m_streams_from_a_converted_store(tmp_path, mirror):
 def test_stream_key_is_checked():
     spec = load_dataset.__globals__["resolve_spec"](mnist8m_spec(stream="yes"))
     with pytest.raises(ConfigError, match="dataset.stream"):
-        S.streams(spec)
+        stream.streams(spec)
 
 
 def test_cli_converts_once(tmp_path, mirror, capsys):

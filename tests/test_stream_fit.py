@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import blobs
 
-from llc_bench.data import stream as S
+from llc_bench.data import rowstore as S
 from llc_bench.models.llsvm import LCCSVMClassifier, LLSVMClassifier
 
 MODELS = {
@@ -31,7 +31,7 @@ def data(tmp_path_factory):
 @pytest.mark.parametrize("name", MODELS)
 def test_one_chunk_stream_equals_in_memory_fit(name, data):
     store, y, Xt, yt = data
-    source = S.RowSource(store, chunk_rows=10_000)
+    source = S.StoreSource(store, chunk_rows=10_000)
     X = source.take(np.arange(source.n_rows))
     cls, kw = MODELS[name]
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, **kw}
@@ -47,7 +47,7 @@ def test_one_chunk_stream_equals_in_memory_fit(name, data):
 @pytest.mark.parametrize("name", ["llsvm", "sapl"])
 def test_many_chunks_reach_the_in_memory_accuracy(name, data):
     store, y, Xt, yt = data
-    source = S.RowSource(store, chunk_rows=128)  # 8 chunks, in a seeded order
+    source = S.StoreSource(store, chunk_rows=128)  # 8 chunks, in a seeded order
     cls, kw = MODELS[name]
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, **kw}
     a = cls(**kw).fit(source.take(np.arange(source.n_rows)), y)
@@ -65,7 +65,7 @@ def test_prefetching_the_next_chunk_changes_no_number(data, monkeypatch):
     from llc_bench.models import llc_sgd, llsvm
 
     store, y, Xt, yt = data
-    source = S.RowSource(store, chunk_rows=128)
+    source = S.StoreSource(store, chunk_rows=128)
     kw = {"n_anchors": 8, "k": 3, "epochs": 2, "random_state": 5}
     threaded = LLSVMClassifier(**kw).fit(source, y)
     monkeypatch.setattr(llsvm, "stream_batches",
@@ -106,7 +106,7 @@ def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
     from llc_bench.models import llc_sgd, llsvm
 
     store, y, Xt, yt = data
-    source = S.RowSource(store, chunk_rows=128)
+    source = S.StoreSource(store, chunk_rows=128)
     calls = []
     encode = LLSVMClassifier._encode
     monkeypatch.setattr(LLSVMClassifier, "_encode",
@@ -136,11 +136,11 @@ def test_the_kernel_scales_stored_pixels_as_the_source_does(tmp_path):
     y = rng.integers(0, 3, size=300)
     store = S.write_store(tmp_path / "px", pixels, y)
     X = pixels / 255.0
-    source = S.RowSource(store, value_scale=1 / 255, mean=X.mean(axis=0),
+    source = S.StoreSource(store, value_scale=1 / 255, mean=X.mean(axis=0),
                          scale=X.std(axis=0) + 0.1)
     stored, dense = source.stored_chunk(0), source.chunk(0)
     assert stored.raw.dtype == np.uint8 and stored.table.shape == (256, 12)
-    assert S.RowSource(S.write_store(tmp_path / "f", X.astype(np.float32), y)
+    assert S.StoreSource(S.write_store(tmp_path / "f", X.astype(np.float32), y)
                        ).stored_chunk(0) is None  # float rows: the float64 chunk as before
     code = LLSVMClassifier(n_anchors=6, k=3, random_state=0, epochs=0).fit(dense, y)
     idx = code.coding_.encode(dense, code.anchors_)
@@ -168,7 +168,7 @@ def test_streamed_pixels_fit_as_the_float_chunks_do(tmp_path, monkeypatch):
     pixels = np.clip(np.round(X * 40 + 128), 0, 255).astype(np.uint8)
     store = S.write_store(tmp_path / "px", pixels, y)
     Xf = pixels / 255.0
-    source = S.RowSource(store, value_scale=1 / 255, mean=Xf.mean(axis=0),
+    source = S.StoreSource(store, value_scale=1 / 255, mean=Xf.mean(axis=0),
                          scale=Xf.std(axis=0), chunk_rows=256)
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
     looked_up = LLSVMClassifier(**kw).fit(source, y)

@@ -20,6 +20,7 @@ from llc_bench.tables.spec import (
 )
 
 
+@pytest.mark.real_data
 def test_reference_copy_matches_shared_when_present():
     from pathlib import Path
 

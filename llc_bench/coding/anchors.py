@@ -7,7 +7,7 @@ Two rules:
   training rows ``MiniBatchKMeans`` is used instead (the full Lloyd iterations
   cost O(N·D·m) each, which is what makes MNIST8m-sized data impractical; every
   dataset of the papers except MNIST8m stays below the threshold, so the tables
-  use exact k-means).  Two opt-in speed-ups (issue 17; off by default, so the anchors
+  use exact k-means).  Two opt-in speed-ups (off by default, so the anchors
   are today's): ``sample_rows`` runs k-means on a seeded random sample of that many
   rows, ``tol`` replaces scikit-learn's 1e-4 stopping tolerance.
 * ``random_per_class`` (Ladický's released LL-SVM code, DESIGN §7): random

@@ -51,12 +51,16 @@ f = Σ_j γ_j h_j, for an active anchor v_j:
 * adaptive_knn, λ and the active set held fixed (JO eq. 22-23 simplified):
   ∂f/∂v_j = 2μ (h_j - f)(x - v_j) / Σ_l(λ - η_l).
 
-:func:`anchor_gradient` is the numpy form (tests, the reference SGD step); the
-numba kernel in ``models/_sgd_kernel.py`` computes the same expressions.
+:meth:`LocalCoding.gradient_factors` is the numpy form of the weights and the factors
+g_j of ∂f/∂v_j = g_j (h_j - f)(x - v_j) (tests, the reference SGD step); the numba
+kernel in ``models/_sgd_kernel.py`` computes the same expressions for the
+:attr:`LocalCoding.kernel_kind` a coding names, with the arguments of
+:meth:`LocalCoding.kernel_args`.
 
-New codings (OCC, ...) subclass :class:`LocalCoding` and register in
-:data:`CODINGS`; codings with a dense output can return k = m, and variable-k
-codings (adaptive_knn's k*) pad their rows with zero weights.
+A new coding is one subclass of :class:`LocalCoding` here (its ``options``, its weights,
+and for learned anchors its kernel kind and gradient factors) registered in
+:data:`CODINGS`, plus one ``conf/coding/`` file; codings with a dense output can return
+k = m, and variable-k codings (adaptive_knn's k*) pad their rows with zero weights.
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ HIT_RTOL = 1e-12
 
 #: Number of distance entries (rows × anchors) per chunk of the batch encoder.
 CHUNK_ENTRIES = 1 << 21
+
+#: The codings the learned-anchor SGD kernels compute (``_sgd_kernel._weights``).
+KERNEL_SOFT_KNN = 1
+KERNEL_ADAPTIVE_KNN = 2
 
 
 @dataclass
@@ -163,6 +171,28 @@ class LocalCoding:
     """Base class: ``fit`` learns data-driven parameters, ``encode`` codes a batch."""
 
     name = "base"
+    #: Its own parameters, named as the estimators' (``coding_from_params``).
+    options: tuple[str, ...] = ()
+    #: True when rows hold k* ≤ k non-zeros, padded with zeros.
+    variable_k = False
+    #: The kind the learned-anchor SGD kernels compute, None without an anchor gradient.
+    kernel_kind: int | None = None
+
+    def kernel_param(self) -> float:
+        """The one parameter of the kernel's weights (β, μ)."""
+        raise NotImplementedError
+
+    def kernel_args(self) -> tuple[int, float, int]:
+        """(kind, param, k) of this fitted coding for the learned-anchor SGD kernels."""
+        if self.kernel_kind is None:
+            raise ConfigError("learn_anchors needs a coding with an anchor gradient "
+                              f"({', '.join(LEARNABLE_CODINGS)}), got {self.name!r}")
+        return self.kernel_kind, float(self.kernel_param()), int(self.k)
+
+    def gradient_factors(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(γ, g) for one sample's squared distances ``d`` (k,) to its nearest anchors:
+        the weights and the factors of ∂f/∂v_j = g_j (h_j - f)(x - v_j)."""
+        raise ConfigError(f"no anchor gradient for coding {self.name!r}")
 
     def __init__(self, k: int = 8):
         self.k = int(k)
@@ -188,6 +218,7 @@ class InverseDistanceCoding(LocalCoding):
     """LL-SVM: γ_j ∝ 1/||x - v_j||^power over the k nearest; exact hit -> one-hot."""
 
     name = "inverse_distance"
+    options = ("power",)
 
     def __init__(self, k: int = 8, power: float = 1.0):
         super().__init__(k)
@@ -212,6 +243,8 @@ class SoftKNNCoding(LocalCoding):
     """LLC-SAPL eq. 2: γ_j = exp(-β d_j)/Σ_l exp(-β d_l) over the k nearest, stable form."""
 
     name = "soft_knn"
+    options = ("beta",)
+    kernel_kind = KERNEL_SOFT_KNN
 
     def __init__(self, k: int = 8, beta: float | str = "auto", max_fit_rows: int = 5000):
         super().__init__(k)
@@ -246,6 +279,16 @@ class SoftKNNCoding(LocalCoding):
 
     def params(self):
         return {**super().params(), "beta": self.beta, "beta_": self.beta_}
+
+    def kernel_param(self) -> float:
+        if self.beta_ is None:
+            raise ConfigError("soft_knn with beta='auto' must be fitted before training")
+        return self.beta_
+
+    def gradient_factors(self, d):
+        d = np.asarray(d, dtype=np.float64)[None, :]
+        gam = self.weights_from_sq_distances(d, d)[0]
+        return gam, 2.0 * self.beta_ * gam  # SAPL eq. (13)-(16)
 
 
 def adaptive_knn_weights(d: np.ndarray, mu: float):
@@ -283,7 +326,9 @@ class AdaptiveKNNCoding(LocalCoding):
     """LLC-JO Alg. 1: k* nearest anchors per sample (k* ≤ k), γ_i ∝ λ - μ d_i."""
 
     name = "adaptive_knn"
-    variable_k = True  # rows hold k* ≤ k non-zeros, padded with zeros
+    options = ("mu",)
+    variable_k = True
+    kernel_kind = KERNEL_ADAPTIVE_KNN
 
     def __init__(self, k: int = 8, mu: float = 1.0):
         super().__init__(k)
@@ -303,6 +348,14 @@ class AdaptiveKNNCoding(LocalCoding):
     def params(self):
         return {**super().params(), "mu": self.mu, "distance": "squared", "k_is": "upper bound"}
 
+    def kernel_param(self) -> float:
+        return self.mu
+
+    def gradient_factors(self, d):
+        w, _, _, norm = adaptive_knn_weights(np.asarray(d, dtype=np.float64)[None, :], self.mu)
+        gam = w[0]
+        return gam, np.where(gam > 0, 2.0 * self.mu / norm[0], 0.0)  # JO eq. (22), λ frozen
+
 
 def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
     """∂f/∂v_j (k, D) for one sample and one output, λ frozen for adaptive_knn.
@@ -311,20 +364,9 @@ def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
     squared distances, ``h`` (k,) the per-anchor outputs h_j = W_j x + b_j.
     Closed forms of DESIGN §3; anchors with γ_j = 0 (beyond k*) get 0.
     """
-    diff = x[None, :] - V_active
-    d = np.asarray(d, dtype=np.float64)[None, :]
-    if isinstance(coding, SoftKNNCoding):
-        gam = coding.weights_from_sq_distances(d, d)[0]
-        f = gam @ h
-        coef = 2.0 * coding.beta_ * gam * (h - f)  # SAPL eq. (13)-(16)
-    elif isinstance(coding, AdaptiveKNNCoding):
-        w, _, _, norm = adaptive_knn_weights(d, coding.mu)
-        gam = w[0]
-        f = gam @ h
-        coef = np.where(gam > 0, 2.0 * coding.mu * (h - f) / norm[0], 0.0)  # JO eq. (22)-(23)
-    else:
-        raise ConfigError(f"no anchor gradient for coding {coding.name!r}")
-    return coef[:, None] * diff
+    gam, g = coding.gradient_factors(d)
+    coef = g * (h - gam @ h)  # g_j (h_j - f)
+    return coef[:, None] * (x[None, :] - V_active)
 
 
 #: name -> class; later codings (occ_global, occ_class) register here.
@@ -335,7 +377,7 @@ CODINGS: dict[str, type[LocalCoding]] = {
 }
 
 #: Codings with a closed-form anchor gradient (``learn_anchors``).
-LEARNABLE_CODINGS = (SoftKNNCoding.name, AdaptiveKNNCoding.name)
+LEARNABLE_CODINGS = tuple(name for name, cls in CODINGS.items() if cls.kernel_kind is not None)
 
 
 def make_coding(name: str, k: int = 8, **options) -> LocalCoding:
@@ -345,3 +387,10 @@ def make_coding(name: str, k: int = 8, **options) -> LocalCoding:
     except KeyError:
         raise ConfigError(f"unknown coding {name!r}; choose one of {sorted(CODINGS)}") from None
     return cls(k=k, **options)
+
+
+def coding_from_params(name: str, k: int, params) -> LocalCoding:
+    """The coding ``name`` with its own options read from ``params`` (an estimator's
+    parameters: ``beta``, ``power``, ``mu``, ...)."""
+    cls = CODINGS.get(name)
+    return make_coding(name, k=k, **({o: params[o] for o in cls.options} if cls else {}))

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from llc_bench.data.formats import Parsed
-from llc_bench.experiment.results import file_mode
+from llc_bench.files import atomic_open
 
 CACHE_VERSION = 2
 CACHE_DIR = "_cache"
@@ -121,17 +119,9 @@ def store(path: Path, parsed: Parsed) -> bool:
     if parsed.meta:
         arrays["meta"] = np.array(json.dumps(parsed.meta, sort_keys=True))
     arrays["digest"] = np.array(digest(arrays))
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp",
-                                         delete=False) as fh:
-            tmp = Path(fh.name)
+        with atomic_open(path) as fh:
             np.savez(fh, **arrays)
-            os.fchmod(fh.fileno(), file_mode())  # as the umask says, not mkstemp's 0600
-        os.replace(tmp, path)
         return True
     except OSError:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
         return False

@@ -23,6 +23,15 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import gaussian_filter, map_coordinates
 
+from llc_bench.data.formats import parse_idx
+from llc_bench.data.rowstore import (
+    ROWS_DIR,
+    RowStore,
+    RowStoreWriter,
+    _store_key,
+    file_sha256,
+    progress_bar,
+)
 from llc_bench.errors import ConfigError
 
 N_SOURCE = 60_000
@@ -93,16 +102,6 @@ def _block(bounds):
 
 def generated_store(spec, source, located, home: Path, processes: int | None = None):
     """The generated training part (a row store), made on first use with all cores."""
-    from llc_bench.data.formats import parse_idx
-    from llc_bench.data.stream import (
-        ROWS_DIR,
-        RowStore,
-        RowStoreWriter,
-        _store_key,
-        file_sha256,
-        progress_bar,
-    )
-
     params = generator_params(spec.generator)
     files = {e.kind: located[e].path for e in source.files if e.part == "train"}
     if set(files) != {"x", "y"}:

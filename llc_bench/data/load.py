@@ -29,7 +29,9 @@ from llc_bench.data.preprocess import (
 )
 from llc_bench.data.reader import Part, read_source, store_pending, validate_download
 from llc_bench.data.registry import resolve_spec
+from llc_bench.data.rowstore import StoreSource
 from llc_bench.data.spec import DatasetSpec
+from llc_bench.data.stream import stores_of, streams, uses_row_store
 from llc_bench.data.synthetic import generate
 from llc_bench.errors import ConfigError, DatasetError
 
@@ -45,22 +47,43 @@ def _check_seed(seed) -> int:
 
 def _read(spec: DatasetSpec, seed: int, home: Path, mirrors: list[Path], download: bool,
           pending: list):
-    """Parts of the dataset (raw rows) and provenance for ``info``; fresh parses are queued
-    in ``pending`` and cached once the whole dataset has passed its checks."""
+    """Parts of the dataset (raw rows), provenance for ``info``, the source and, for a
+    dataset read through row stores, the stores (then each part's ``X`` holds the row
+    positions in its store).  Fresh parses are queued in ``pending`` and cached once the
+    whole dataset has passed its checks."""
+    if uses_row_store(spec):  # streamed, too large for memory, or generated into a store
+        return _read_stores(spec, home, mirrors, download)
     if spec.kind == "synthetic":
         X, y = generate(spec.generator, seed)
         part = Part(X, *labels_from_values(y), [f"generator:{spec.generator.get('name')}"])
         return {"all": part}, {"source": "generator", "generator": dict(spec.generator),
-                               "files": []}, None
-    if not spec.in_memory:  # never download it here; say what is missing, else refuse
-        resolve_source(spec, home, mirrors, download_ok=False)
-        raise DatasetError(f"dataset {spec.name!r} is too large to load into memory with "
-                           "load_dataset; it needs a streaming loader (not implemented yet); "
-                           "fetch_dataset / 'llc-bench datasets fetch' can still get its files")
+                               "files": []}, None, None
     source, located = resolve_source(spec, home, mirrors, download,
                                      lambda entry, path: validate_download(spec, entry, path, home))
     parts, records = read_source(spec, source, located, home, pending)
-    return parts, {"source": source.id, "source_note": source.note, "files": records}, source
+    return parts, {"source": source.id, "source_note": source.note, "files": records}, source, \
+        None
+
+
+def _read_stores(spec: DatasetSpec, home: Path, mirrors: list[Path], download: bool):
+    """:func:`_read` through row stores (converted or generated on first use): a train and
+    a test store (split protocol 'files') or one store split by rows or fraction."""
+    source, located = resolve_source(spec, home, mirrors, download,
+                                     lambda entry, path: validate_download(spec, entry, path, home))
+    files_split = spec.split.protocol == "files"
+    wanted = ("train", "test") if files_split else ("all",)
+    if tuple(p for p in source.parts if p in wanted) != wanted or \
+            (not files_split and len(source.parts) != 1):
+        raise ConfigError(f"dataset {spec.name!r}: streaming needs a train and a test file "
+                          "(split protocol 'files') or one file split by rows or fraction; "
+                          f"the source has {', '.join(source.parts)}")
+    stores = stores_of(spec, source, located, home, wanted)
+    parts = {name: Part(np.arange(store.n_rows), list(store.label_names), store.y,
+                        [str(located[e].path) for e in source.files if e.part == name])
+             for name, store in stores.items()}
+    files = [located[e].describe() for e in source.files]
+    return parts, {"source": source.id, "source_note": source.note, "files": files}, source, \
+        stores
 
 
 def _raw_labels(spec: DatasetSpec, parts: dict[str, Part]):
@@ -181,7 +204,7 @@ def _hold_out(X, y, fraction, seed: int):
 
 def limit_rows(spec: DatasetSpec, seed: int, X_tr, y_tr, X_te, y_te):
     """``max_train`` / ``max_test`` seeded subsamples (streams 1, 2), then the validation
-    hold-out (stream 3).  ``X_*`` may be arrays or row indices (the streamed loader).
+    hold-out (stream 3).  ``X_*`` may be arrays or row positions (in a row store).
     Returns (X_tr, y_tr, X_te, y_te, info) with the split sizes before the subsamples
     and the "subsample" and "validation" provenance of the record."""
     before = (len(y_tr), len(y_te))
@@ -255,13 +278,10 @@ def load_dataset(spec, seed: int = 0, home: str | Path | None = None,
 
 def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
           download: bool, policy: str) -> Dataset:
-    from llc_bench.data.stream import load_streamed, uses_row_store
-
-    if uses_row_store(spec):  # streamed, too large for memory, or generated into a store
-        return load_streamed(spec, seed, home_dir, mirror_list, download, policy)
     start = time.perf_counter()
     pending: list = []
-    parts, provenance, source = _read(spec, seed, home_dir, mirror_list, download, pending)
+    parts, provenance, source, stores = _read(spec, seed, home_dir, mirror_list, download,
+                                              pending)
     names, raw_parts, dropped = _raw_labels(spec, parts)
     loaded = time.perf_counter()
 
@@ -283,14 +303,13 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     unseen = _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy)
     store_pending(pending)  # every check passed: now cache the fresh parses
     value_scale = source.value_scale if source is not None else None
-    X_tr, X_te = (_as_float(X, spec.sparse, value_scale, f"dataset {spec.name!r} ({part})")
-                  for X, part in ((X_tr, "training split"), (X_te, "test split")))
-    scaling = {"method": spec.scaling, "fitted_on": "train"}
-    scaler = None
-    if spec.scaling != "none":
-        scaler = (fit_standard if spec.scaling == "standard" else fit_center)(X_tr)
-        X_tr, X_te = scaler.transform(X_tr, copy=False), scaler.transform(X_te, copy=False)
-        scaling.update(centered=scaler.mean is not None, constant_features=scaler.constant)
+    if stores is None:
+        X_tr, X_te, scaling, scaler = _scaled_arrays(spec, X_tr, X_te, value_scale)
+        extra = {}
+    else:
+        X_tr, X_te, scaling, extra = _scaled_stores(spec, stores, X_tr, X_te, value_scale,
+                                                    held_out=limits["validation"] is not None)
+        scaler = None
     done = time.perf_counter()
 
     notes = list(spec.raw.get("notes") or [])
@@ -314,12 +333,56 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
         "n_train": len(y_tr), "n_test": len(y_te), "n_features": int(X_tr.shape[1]),
         "class_counts": {"train": _counts(y_tr, coder), "test": _counts(y_te, coder)},
         "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)), "scaling": scaling,
+        **extra,
         "paper_sizes": dict(paper) if paper else None, "notes": notes,
         "timings": {"load": loaded - start, "preprocess": done - loaded},
     }
     return Dataset(spec.name, coder.task, X_tr, y_tr.astype(np.int64), X_te,
                    y_te.astype(np.int64), list(coder.classes), int(X_tr.shape[1]), info,
+                   None if stores is not None else
                    _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder))
+
+
+def _scaled_arrays(spec: DatasetSpec, X_tr, X_te, value_scale):
+    """The in-memory backend: float64 arrays (or CSR), value-scaled, then the scaler fitted
+    on the training rows.  Returns (X_tr, X_te, scaling info, scaler or None)."""
+    X_tr, X_te = (_as_float(X, spec.sparse, value_scale, f"dataset {spec.name!r} ({part})")
+                  for X, part in ((X_tr, "training split"), (X_te, "test split")))
+    scaling = {"method": spec.scaling, "fitted_on": "train"}
+    scaler = None
+    if spec.scaling != "none":
+        scaler = (fit_standard if spec.scaling == "standard" else fit_center)(X_tr)
+        X_tr, X_te = scaler.transform(X_tr, copy=False), scaler.transform(X_te, copy=False)
+        scaling.update(centered=scaler.mean is not None, constant_features=scaler.constant)
+    return X_tr, X_te, scaling, scaler
+
+
+def _scaled_stores(spec: DatasetSpec, stores: dict, rows_tr, rows_te, value_scale, held_out):
+    """The row-store backend: the training rows as a :class:`StoreSource` (streamed when
+    :func:`streams`, else read into memory), the test rows in memory, with the scaler
+    fitted in one streaming pass.  Returns (X_tr, X_te, scaling info, info extras)."""
+    train, test = (stores["train"], stores["test"]) if "train" in stores else \
+        (stores["all"],) * 2
+    src = StoreSource(train, rows_tr, value_scale=value_scale)
+    stats = src.stats()
+    scaling = {"method": spec.scaling, "fitted_on": "train", "pass": "streaming"}
+    mean = scale = None
+    if spec.scaling == "standard":
+        constant = stats["std"] <= 1e-12 * np.maximum(1.0, np.abs(stats["mean"]))
+        mean, scale = stats["mean"], np.where(constant, 1.0, stats["std"])
+        scaling.update(centered=True, constant_features=int(constant.sum()))
+    elif spec.scaling == "center":
+        mean, scale = stats["mean"], np.ones_like(stats["mean"])
+        scaling.update(centered=True, constant_features=0)
+    src = src.with_options(mean=mean, scale=scale)
+    X_te = StoreSource(train if held_out else test, rows_te, value_scale=value_scale,
+                       mean=mean, scale=scale).take(np.arange(len(rows_te)))
+    streamed = streams(spec)
+    X_tr = src if streamed else src.take(np.arange(src.n_rows))
+    row_store = {"train": str(train.path), "test": str(test.path), "dtype": train.dtype.str,
+                 "identity": train.meta.get("source"), "streamed": streamed,
+                 "chunk_rows": src.chunk_rows if streamed else None}
+    return X_tr, X_te, scaling, {"row_store": row_store}
 
 
 def _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder) -> dict | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.results import atomic_write_bytes
+from llc_bench.files import atomic_write_bytes
 
 FORMAT_VERSION = 1
 SUFFIX = ".llcm"

@@ -152,15 +152,10 @@ def _adaptive_weights(g: _Graph, d: str, k: int, mu: float) -> str:
 
 def _local(est, g: _Graph, x: str) -> str:
     """LL-SVM eq. 8 over the k nearest anchors."""
-    from llc_bench.coding.local import (
-        HIT_RTOL,
-        AdaptiveKNNCoding,
-        InverseDistanceCoding,
-        SoftKNNCoding,
-    )
+    from llc_bench.coding.local import HIT_RTOL
 
     coding = est.coding_
-    if not isinstance(coding, InverseDistanceCoding | SoftKNNCoding | AdaptiveKNNCoding):
+    if coding.name not in ("inverse_distance", "soft_knn", "adaptive_knn"):
         raise ConfigError(f"ONNX export of the {coding.name!r} coding is not implemented "
                           "(inverse_distance, soft_knn and adaptive_knn are)")
     V = np.asarray(est.anchors_, dtype=np.float64)
@@ -170,12 +165,12 @@ def _local(est, g: _Graph, x: str) -> str:
     d_raw, idx = g.op("TopK", [d2, g.const("k", np.array([k], dtype=np.int64))],
                       ["d_raw", "idx"], axis=1, largest=0, sorted=1)
     d = g.op("Max", [d_raw, g.const("zero", 0.0)], "d")
-    if isinstance(coding, SoftKNNCoding):
+    if coding.name == "soft_knn":
         d_min = g.op("ReduceMin", [d, g.axes(1)], "d_min", keepdims=1)
         shifted = g.op("Mul", [g.op("Sub", [d, d_min], "dd"),
                                g.const("minus_beta", -coding.beta_)], "bd")
         w = g.op("Exp", [shifted], "w_raw")
-    elif isinstance(coding, AdaptiveKNNCoding):
+    elif coding.name == "adaptive_knn":
         w = _adaptive_weights(g, d, k, coding.mu)
     else:
         vv = np.einsum("ij,ij->i", V, V)
@@ -430,7 +425,7 @@ def export_onnx(model_path, out) -> Path:
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                    producer_name="llc-bench")
     onnx.checker.check_model(onnx_model, full_check=True)
-    from llc_bench.experiment.results import atomic_write_bytes
+    from llc_bench.files import atomic_write_bytes
 
     out = Path(out)
     atomic_write_bytes(out, onnx_model.SerializeToString())

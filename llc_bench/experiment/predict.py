@@ -193,9 +193,9 @@ class _Output:
     """The CSV of predictions: to ``out`` (atomically, at the end) or to stdout."""
 
     def __init__(self, out):
-        from llc_bench.experiment.results import atomic_writer
+        from llc_bench.files import atomic_open
 
-        self._writer = None if out is None else atomic_writer(Path(out))
+        self._writer = None if out is None else atomic_open(Path(out))
         self.handle = None
 
     def __enter__(self):

@@ -15,11 +15,11 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, ResultsError
+from llc_bench.files import atomic_write_json, file_mode
 
 RECORD_VERSION = 1
 REQUIRED_KEYS = ("record_version", "config_hash", "config", "seed", "dataset", "model",
@@ -75,55 +75,6 @@ def output_file(path, option: str) -> Path:
     if blocking is not None:
         raise ConfigError(f"{option} {path}: {blocking} is a file, not a directory")
     return path
-
-
-def file_mode() -> int:
-    """The mode ``open()`` gives a new file under the current umask (0o666 & ~umask);
-    ``mkstemp`` would give 0600, which collaborators sharing a store cannot read."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers never see a partial file (a temporary file in
-    the same directory, fsync, ``os.replace``), with the mode the umask allows."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """``atomic_write_text`` for bytes."""
-    with atomic_writer(path) as handle:
-        handle.write(data)
-
-
-@contextlib.contextmanager
-def atomic_writer(path: Path):
-    """A binary handle whose bytes appear at ``path`` only when the block ends without an
-    exception (a temporary file in the same directory, fsync, ``os.replace``): written
-    piece by piece, as ``llc-bench predict`` writes its chunks."""
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{path} is a directory: give a file name to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fchmod(handle.fileno(), file_mode())
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, payload: Mapping) -> None:
-    """Write ``payload`` as strict JSON (a NaN or inf is a ValueError) to ``path`` so
-    readers never see a partial file."""
-    atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False, allow_nan=False)
-                      + "\n")
 
 
 class ResultsStore:

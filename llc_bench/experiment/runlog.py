@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from llc_bench.experiment.results import file_mode
+from llc_bench.files import file_mode
 
 LOG_NAME = "runlog.jsonl"
 

@@ -24,6 +24,8 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from llc_bench import progress
+from llc_bench.data.rows import RowSource
+from llc_bench.data.stream import pin_identity, streams_training_rows
 from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
 from llc_bench.experiment.environment import (
     code_revision,
@@ -34,9 +36,10 @@ from llc_bench.experiment.environment import (
 )
 from llc_bench.experiment.keys import check_run_keys
 from llc_bench.experiment.metrics import accuracy, hinge_loss
-from llc_bench.experiment.results import ResultsStore, atomic_write_json, config_hash
+from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import run_window
 from llc_bench.experiment.selection import grid_edges
+from llc_bench.files import atomic_write_json
 from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
 
 # trainer.name -> "module:Class".  Imported only when a run names it.
@@ -178,7 +181,7 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
                                    for c in np.unique(y)]))
     with progress.quiet(), warnings.catch_warnings(), contextlib.suppress(Exception):
         warnings.simplefilter("ignore")
-        Xw = X.take(rows) if hasattr(X, "iter_chunks") else X[rows]
+        Xw = X.take(rows) if isinstance(X, RowSource) else X[rows]
         clone(estimator).fit(Xw, y[rows]).decision_function(Xw)
         return True
     return False
@@ -226,10 +229,10 @@ def _evaluate(estimator, X, y, classes) -> tuple[dict, float]:
 
 def _evaluate_train(estimator, X, y, classes) -> dict:
     """Training metrics; a streamed training split chunk by chunk (weighted means)."""
-    if not hasattr(X, "iter_chunks"):
+    if not isinstance(X, RowSource):
         return _evaluate(estimator, X, y, classes)[0]
     parts = []
-    for c, Xc in X.iter_chunks():
+    for c, Xc in X.chunks():
         lo, hi = X.bounds(c)
         parts.append((hi - lo, _evaluate(estimator, Xc, y[lo:hi], classes)[0]))
     n = sum(w for w, _ in parts)
@@ -285,6 +288,17 @@ def _pin_custom_files(dataset: dict) -> None:
     dataset["sha256"] = pins
 
 
+def _check_streaming(dataset: dict, estimator) -> None:
+    """Refuse, in one line with the way out, a model that cannot take a streamed training
+    split (``supports_streaming``) on a dataset that streams one."""
+    if streams_training_rows(dataset) and not getattr(estimator, "supports_streaming", False):
+        raise ConfigError(
+            f"{type(estimator).__name__} cannot stream dataset {dataset.get('name')!r}: it "
+            "needs every training row in memory (only the llc_sgd models - LL-SVM, LCC+SVM, "
+            "SAPL, SAPL-lcc, JO, 1-anchor linear SGD - stream); set dataset.max_train=N "
+            "(e.g. 100000) to train on a seeded subsample held in memory")
+
+
 def prepare_config(config: dict, fixed: tuple = ()) -> dict:
     """The numerics version and the resolved ``tune`` block in the config (so in its cache
     key); ``fixed``: the keys set on the command line, left out of a search."""
@@ -320,9 +334,8 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     prepare_config(config, fixed)
     estimator = build_estimator(config)  # a one-point search space may have set a value
     _pin_custom_files(config["dataset"])
-    from llc_bench.data.stream import pin_identity  # out-of-core data: refusal, sha256
-
-    pin_identity(config["dataset"], config.get("data") or {}, estimator)
+    _check_streaming(config["dataset"], estimator)
+    pin_identity(config["dataset"], config.get("data") or {})  # out-of-core data: sha256
     key = config_hash(config)
     store = ResultsStore(config["results_dir"])
     model = bool(config.get("save_model"))
@@ -412,7 +425,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     if config.get("calibration"):  # probabilities: calibrated on held-out training rows
         from llc_bench.experiment.calibration import calibrate, probability_metrics
 
-        if hasattr(ds.X_train, "iter_chunks"):
+        if isinstance(ds.X_train, RowSource):
             raise ConfigError("calibration needs the training rows in memory; a streamed "
                               "dataset cannot be calibrated (calibration=null)")
         t_cal = time.perf_counter()

@@ -168,9 +168,9 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     from omegaconf import OmegaConf
 
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.results import atomic_write_text
     from llc_bench.experiment.runner import build_estimator, prepare_config
     from llc_bench.experiment.tune import select
+    from llc_bench.files import atomic_write_text
 
     preset = REPO_CONF / "tuned" / f"{model}_{dataset}.yaml"  # what a run composes now
     out = Path(out) if out else preset

@@ -43,6 +43,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._sgd_kernel import _eta
+
 # ----------------------------------------------------------------------------
 # numba kernel
 # ----------------------------------------------------------------------------
@@ -199,7 +201,7 @@ def _epoch(V, U, state, X, data, indices, indptr, sparse, xx, y, order, beta_tru
                 best = s
                 yb = c
         loss = 1.0 + best - s_true  # eq. 13b
-        eta = 1.0 / (lam * (s0 + t_start + j + 1.0))  # Alg. 2 line 4
+        eta = _eta(lam, t_start + j + 1.0, s0)  # Alg. 2 line 4
         shrink = 1.0 - eta * lam  # the lam W part of the subgradient
         if shrink <= 0.0:  # first Pegasos step (eta lam = 1): W <- 0
             if average:
@@ -316,7 +318,7 @@ def sgd_epoch_reference(W, X, y, order, beta_true, beta_neg, lam, s0, t_start, r
         k = int(np.argmax(s_other))
         yb, best = others[k], s_other[k]
         loss = 1.0 + best - s_true
-        eta = 1.0 / (lam * (s0 + t_start + j + 1.0))
+        eta = _eta(lam, t_start + j + 1.0, s0)
         # Alg. 2 line 5: W <- W - eta (lam W + G), G the loss part of the subgradient of
         # eq. 13; (1 - eta lam) is clipped at 0 (it is 1 - 1 up to rounding at the first
         # step of a run started with s0 = 0).

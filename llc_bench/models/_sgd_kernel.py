@@ -9,10 +9,9 @@ with shared codes is LLC-SAPL eq. (21).
 Layout: X (n, D) float64 C-order or CSR (data, indices, indptr); Y (n, C) ±1;
 idx (n, k) int32 / gam (n, k) float64 the codes; W **anchor-major** (m, C, D) —
 the C·D weights of one anchor side by side, so a step reads one block per active
-anchor (the estimators hold W as (C, m, D); ``llc_sgd`` transposes once per epoch,
-issue 16) — and b (C, m), both updated in place.  ``t`` counts all steps over all
-epochs, ``count`` is Alg. 1's skip counter; both are carried between epochs and
-returned.
+anchor (the estimators hold W as (C, m, D); ``llc_sgd`` transposes once per epoch)
+— and b (C, m), both updated in place.  ``t`` counts all steps over all epochs,
+``count`` is Alg. 1's skip counter; both are carried between epochs and returned.
 
 Implementation trick (not a change of the algorithm): the decay of eq. (13)
 multiplies the whole W; the kernel keeps W_true = sw·W and b_true = sb·b so the
@@ -21,18 +20,18 @@ at the end of the epoch (or when they get small).  The numpy reference in
 ``llc_sgd.py`` does the plain in-place multiply; the tests compare both.
 
 Learned anchors (:func:`sgd_epoch_anchors_dense`): every step encodes x against the
-current anchors V (m, D) — squared distances to all m anchors, the k nearest
-kept in ascending (distance, index) order — with ``kind`` CODING_SOFT_KNN
-(param β, SAPL eq. 2) or CODING_ADAPTIVE_KNN (param μ, JO Alg. 1, k = cap on
-k*).  On a violation of any output the active anchors move first, with the
-pre-update W, b (SAPL eq. 16 / JO eq. 24, summed over the violated outputs as
-SAPL eq. 21 implies), then W, b move with the step's codes (eq. 17-18 / 25-26).
-The per-anchor factor g_a of ∂f/∂v_j = g_a (h_j - f)(x - v_j) is 2β γ_a
-(soft_knn) or 2μ / Σ_l(λ - η_l) (adaptive_knn, λ frozen).  ``step_max`` (not in
-the papers) clips the fraction c of v_j += c (x - v_j) to [-step_max, step_max]
-(1: an anchor never moves past x in one step); "off" is 1e300, not inf, because
-fastmath lets LLVM assume that no value is infinite.  :func:`sgd_epoch_anchors_csr` is
-the same epoch on CSR rows (anchors dense, moved through a scale per anchor).
+current anchors V (m, D) — squared distances to all m anchors, the k nearest kept in
+ascending (distance, index) order — with the ``kind`` the coding names
+(``LocalCoding.kernel_args``): KERNEL_SOFT_KNN (param β, SAPL eq. 2) or
+KERNEL_ADAPTIVE_KNN (param μ, JO Alg. 1, k = cap on k*). On a violation of any output
+the active anchors move first, with the pre-update W, b (SAPL eq. 16 / JO eq. 24, summed
+over the violated outputs as SAPL eq. 21 implies), then W, b move with the step's codes
+(eq. 17-18 / 25-26). The per-anchor factor g_a of ∂f/∂v_j = g_a (h_j - f)(x - v_j) is 2β
+γ_a (soft_knn) or 2μ / Σ_l(λ - η_l) (adaptive_knn, λ frozen). ``step_max`` (not in the
+papers) clips the fraction c of v_j += c (x - v_j) to [-step_max, step_max] (1: an
+anchor never moves past x in one step); "off" is 1e300, not inf, because fastmath lets
+LLVM assume that no value is infinite. :func:`sgd_epoch_anchors_csr` is the same epoch
+on CSR rows (anchors dense, moved through a scale per anchor).
 """
 
 from __future__ import annotations
@@ -41,7 +40,19 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from ..coding.local import KERNEL_SOFT_KNN
+
 _FOLD_BELOW = 1e-8  # fold the scale into the array when it gets this small
+
+
+def eta(lam, t, t0):
+    """η_t = 1/(λ(t + t0)), t counting every step over all epochs (DESIGN §6): the rate of
+    every SGD here; η_0 = 1/(λ t0), and t0 = 1/(λ η0) is the same expression."""
+    return 1.0 / (lam * (t + t0))
+
+
+#: :func:`eta` compiled into the kernels (inlined: the same arithmetic as written there).
+_eta = njit(cache=True, nogil=True, fastmath=True, inline="always")(eta)
 
 
 @njit(cache=True, nogil=True)
@@ -75,7 +86,7 @@ def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
 @njit(cache=True, nogil=True, fastmath=True, inline="always")
 def _class_dots(W, j, x, out):
     """out[c] = W[j, c]·x for every class c, four (then two, then one) classes per pass
-    over x: x is loaded once for four dot products (multi-class SGD, issue 17).  The same
+    over x: x is loaded once for four dot products (multi-class SGD: 4x fewer loads of x).  The same
     dot products as one class at a time, summed in another order (rounding only)."""
     n_cls = W.shape[1]
     D = x.shape[0]
@@ -147,7 +158,8 @@ def _row_typed(X, i, table, out):
 def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_scale, use_W,
                     table=None):
     """``table`` None: X float64 as trained on; or X the stored uint8 rows and ``table``
-    their values (``StoredRows``), looked up per row as read (streaming, issue 16)."""
+    their values (``StoredRows``), looked up per row as read (streaming: 8x fewer bytes
+    read per epoch)."""
     m, n_cls, D = W.shape
     k = idx.shape[1]
     sw = 1.0
@@ -158,7 +170,7 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
     for p in range(order.shape[0]):
         i = order[p]
         x = _row(X, i, table, row)
-        eta = 1.0 / (lam * (t + t0))  # optimal rate 1/(λ(t + t0))
+        eta = _eta(lam, t, t0)  # optimal rate 1/(λ(t + t0))
         # eq. (8): f_c = γᵀ W_c x + γᵀ b_c over the k active anchors, all classes at once
         f[:] = 0.0
         for a in range(k):
@@ -202,7 +214,7 @@ def sgd_epoch_csr(
         i = order[p]
         lo = indptr[i]
         hi = indptr[i + 1]
-        eta = 1.0 / (lam * (t + t0))
+        eta = _eta(lam, t, t0)
         for c in range(n_cls):
             y = Y[i, c]
             f = 0.0  # eq. (8)
@@ -274,8 +286,6 @@ def decision_codes_csr(data, indices, indptr, idx, gam, W, b, use_W):
 
 # ------------------------------------------------------------------ learned anchors
 
-CODING_SOFT_KNN = 1
-CODING_ADAPTIVE_KNN = 2
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -304,7 +314,7 @@ def _nearest(x, V, k, idx, dist):
 def _weights(dist, kind, param, gam, g):
     """γ over the sorted k nearest and the gradient factors g; returns the active count."""
     k = dist.shape[0]
-    if kind == CODING_SOFT_KNN:
+    if kind == KERNEL_SOFT_KNN:
         # SAPL eq. (2) with d_min subtracted; g_a = 2β γ_a (eq. 13-16)
         tot = 0.0
         for a in range(k):
@@ -381,7 +391,7 @@ def sgd_epoch_anchors_dense(
     viol = np.empty(n_cls, np.bool_)
     for p in range(order.shape[0]):
         i = order[p]
-        eta = 1.0 / (lam * (t + t0))
+        eta = _eta(lam, t, t0)
         _nearest(X[i], V, k, idx, dist)  # codes from the current anchors (they move)
         ka = _weights(dist, kind, param, gam, g)
         n_active[p] = ka
@@ -500,7 +510,7 @@ def sgd_epoch_anchors_csr(
         xx = 0.0
         for q in range(lo, hi):
             xx += data[q] * data[q]
-        eta = 1.0 / (lam * (t + t0))
+        eta = _eta(lam, t, t0)
         _nearest_csr(data, indices, lo, hi, xx, U, s, vv, k, xv, idx, dist)
         ka = _weights(dist, kind, param, gam, g)
         n_active[p] = ka

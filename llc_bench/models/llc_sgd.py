@@ -49,18 +49,30 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ..coding.local import LocalCode
-from ..data.stream import StoredRows
+from ..data.rows import StoredRows
 from ..errors import ConfigError, FitError
 from . import _sgd_kernel as K
+from .objective import objective, ova_hinge
 
 #: Default skip for dense data (DESIGN §6).
 DENSE_SKIP = 16
+
+
+def eta0_of(lambda_: float, t0: float) -> float:
+    """η0 = η_0 = 1/(λ t0), the first step's rate."""
+    return K.eta(lambda_, 0, t0)
+
+
+def t0_of_eta0(lambda_: float, eta0: float) -> float:
+    """t0 = 1/(λ η0): :func:`eta0_of` solved for t0 (the same expression)."""
+    return K.eta(lambda_, 0, eta0)
 
 
 def default_t0(lambda_: float) -> float:
@@ -105,16 +117,22 @@ def sgd_step_reference(
     ``x`` dense (D,), ``y`` (C,) ±1, ``idx``/``gam`` (k,) the sample's code.
     Returns the new (t, count).
     """
-    eta = 1.0 / (lambda_ * (t + t0))
+    eta = K.eta(lambda_, t, t0)
     for c in range(W.shape[0]):
         f = gam @ (W[c, idx] @ x + b[c, idx])  # eq. (8)
         if 1.0 - y[c] * f > 0.0:
             if use_W:
                 W[c, idx] += eta * y[c] * np.outer(gam, x)  # eq. (11)
             b[c, idx] += eta * bias_scale * y[c] * gam  # eq. (12), bias-corrected rate
+    return t + 1, _skip_decay_reference(W, b, t, count, t0, skip, use_W)
+
+
+def _skip_decay_reference(W, b, t, count, t0, skip, use_W) -> int:
+    """The skip counter after a step; every ``skip`` steps W *= r (b for LCC variants),
+    r = 1 - skip/(t + t0) (LL-SVM eq. 13, SAPL eq. 19), SVMSGD2's safeguard below 0.8."""
     count -= 1
     if count <= 0:
-        r = 1.0 - skip / (t + t0)  # eq. (13)
+        r = 1.0 - skip / (t + t0)
         if r < 0.8:
             r = (1.0 - 1.0 / (t + t0)) ** skip
         if use_W:
@@ -122,7 +140,7 @@ def sgd_step_reference(
         else:
             b *= r
         count = skip
-    return t + 1, count
+    return count
 
 
 def sgd_epoch_reference(
@@ -155,21 +173,11 @@ def encode_row_reference(x, V, coding):
 
     g are the factors of ∂f/∂v_j = g_j (h_j - f)(x - v_j); zero weights beyond k*.
     """
-    from ..coding.local import AdaptiveKNNCoding, SoftKNNCoding, adaptive_knn_weights
-
+    coding.kernel_args()  # a coding with an anchor gradient
     d_all = ((x[None, :] - V) ** 2).sum(axis=1)
     k = min(coding.k, V.shape[0])
     idx = np.argsort(d_all, kind="stable")[:k]
-    d = d_all[idx][None, :]
-    if isinstance(coding, SoftKNNCoding):
-        gam = coding.weights_from_sq_distances(d, d)[0]
-        g = 2.0 * coding.beta_ * gam  # SAPL eq. (13)-(16)
-    elif isinstance(coding, AdaptiveKNNCoding):
-        w, _, _, norm = adaptive_knn_weights(d, coding.mu)
-        gam = w[0]
-        g = np.where(gam > 0, 2.0 * coding.mu / norm[0], 0.0)  # JO eq. (22), λ frozen
-    else:
-        raise ConfigError(f"learn_anchors needs soft_knn or adaptive_knn, not {coding.name!r}")
+    gam, g = coding.gradient_factors(d_all[idx])
     return idx, gam, g
 
 
@@ -181,7 +189,7 @@ def sgd_step_anchors_reference(
 
     Returns (t, count, k*) with k* the number of non-zero weights of the step's code.
     """
-    eta = 1.0 / (lambda_ * (t + t0))
+    eta = K.eta(lambda_, t, t0)
     idx, gam, g = encode_row_reference(x, V, coding)  # γ from the current anchors
     H = W[:, idx] @ x + b[:, idx] if use_W else b[:, idx].copy()  # (C, k): h_j = W_j x + b_j
     F = H @ gam  # eq. (11)
@@ -197,17 +205,8 @@ def sgd_step_anchors_reference(
             if use_W:
                 W[c, idx] += eta * y[c] * np.outer(gam, x)  # eq. (17)
             b[c, idx] += eta * bias_scale * y[c] * gam  # eq. (18)
-    count -= 1
-    if count <= 0:
-        r = 1.0 - skip / (t + t0)  # eq. (19)
-        if r < 0.8:
-            r = (1.0 - 1.0 / (t + t0)) ** skip
-        if use_W:
-            W *= r
-        else:
-            b *= r
-        count = skip
-    return t + 1, count, int(np.count_nonzero(gam))
+    return t + 1, _skip_decay_reference(W, b, t, count, t0, skip, use_W), \
+        int(np.count_nonzero(gam))
 
 
 def sgd_epoch_anchors_reference(
@@ -223,23 +222,6 @@ def sgd_epoch_anchors_reference(
             anchor_step_max=anchor_step_max,
         )
     return t, count, ks
-
-
-def coding_kernel_args(coding) -> tuple[int, float, int]:
-    """(kind, param, k) of a fitted soft_knn / adaptive_knn coding for the kernel."""
-    from ..coding.local import AdaptiveKNNCoding, SoftKNNCoding
-
-    if isinstance(coding, SoftKNNCoding):
-        if coding.beta_ is None:
-            raise ConfigError("soft_knn with beta='auto' must be fitted before training")
-        return K.CODING_SOFT_KNN, float(coding.beta_), int(coding.k)
-    if isinstance(coding, AdaptiveKNNCoding):
-        return K.CODING_ADAPTIVE_KNN, float(coding.mu), int(coding.k)
-    name = getattr(coding, "name", coding)
-    raise ConfigError(
-        f"learn_anchors needs a coding with an anchor gradient (soft_knn, adaptive_knn), "
-        f"got {name!r}"
-    )
 
 
 def anchor_major(W: np.ndarray, dtype=None) -> np.ndarray:
@@ -278,7 +260,7 @@ def _epoch_anchors(
     anchor_scale=1.0, anchor_step_max=None,
 ):
     """:func:`run_epoch_anchors` on an anchor-major Wa (:func:`anchor_major`)."""
-    kind, param, k = coding_kernel_args(coding)
+    kind, param, k = coding.kernel_args()
     k = min(k, V.shape[0])
     order = np.ascontiguousarray(order, dtype=np.int64)
     ks = np.empty(order.shape[0], dtype=np.int64)
@@ -311,48 +293,15 @@ def _epoch(
     X, Y, code: LocalCode, order, Wa, b, t, count, *, lambda_, t0, skip, bias_scale, use_W=True
 ):
     """:func:`run_epoch` on an anchor-major Wa (:func:`anchor_major`)."""
-    idx = code.indices
-    gam = code.weights
     order = np.ascontiguousarray(order, dtype=np.int64)
     table = None
     if isinstance(X, StoredRows):
         X, table = X.raw, X.table
+    args = (Y, code.indices, code.weights, order, Wa, b, float(lambda_), float(t0), int(t),
+            int(count), int(skip), float(bias_scale), bool(use_W))
     if sp.issparse(X):
-        return K.sgd_epoch_csr(
-            X.data,
-            X.indices,
-            X.indptr,
-            Y,
-            idx,
-            gam,
-            order,
-            Wa,
-            b,
-            float(lambda_),
-            float(t0),
-            int(t),
-            int(count),
-            int(skip),
-            float(bias_scale),
-            bool(use_W),
-        )
-    return K.sgd_epoch_dense(
-        X,
-        Y,
-        idx,
-        gam,
-        order,
-        Wa,
-        b,
-        float(lambda_),
-        float(t0),
-        int(t),
-        int(count),
-        int(skip),
-        float(bias_scale),
-        bool(use_W),
-        table,
-    )
+        return K.sgd_epoch_csr(X.data, X.indices, X.indptr, *args)
+    return K.sgd_epoch_dense(X, *args, table)
 
 
 def decision_from_codes(X, code: LocalCode, W, b, use_W=True) -> np.ndarray:
@@ -366,13 +315,12 @@ def decision_from_codes(X, code: LocalCode, W, b, use_W=True) -> np.ndarray:
 
 
 def sgd_objective(X, Y, code: LocalCode, W, b, lambda_, use_W=True) -> tuple[float, np.ndarray]:
-    """(λ/2 Σ_c ||θ_c||² + 1/N Σ_n Σ_c hinge, F): the training objective (LL-SVM eq. 9,
-    one-vs-all LLC-SAPL eq. 21; θ = W, or b for LCC+SVM) and the decision values F."""
+    """(the training objective, F): :func:`objective.objective` of the one-vs-all hinge
+    (LL-SVM eq. 9, LLC-SAPL eq. 21; θ = W, or b for LCC+SVM) and the decision values F."""
     F = decision_from_codes(X, code, W, b, use_W)
-    theta = W if use_W else b
     with np.errstate(over="ignore", invalid="ignore"):  # inf / NaN: see check_finite_fit
-        hinge = np.maximum(0.0, 1.0 - Y * F).sum(axis=1).mean()
-        return float(0.5 * lambda_ * np.dot(theta.ravel(), theta.ravel()) + hinge), F
+        losses = ova_hinge(Y, F)
+    return objective(lambda_, W if use_W else b, losses), F
 
 
 #: η0 grid of :func:`calibrate_eta0`: SVMSGD2's λ^(-1/4) times 2^j for these j.
@@ -436,7 +384,7 @@ def calibrate_eta0(
 
         def cost(eta0, Xs=Xs, Ys=Ys, cs=cs, orders=orders):
             Wa, bc = anchor_major(W, w_dtype), b.copy()
-            kw = dict(lambda_=lambda_, t0=1.0 / (lambda_ * eta0), skip=skip,
+            kw = dict(lambda_=lambda_, t0=t0_of_eta0(lambda_, eta0), skip=skip,
                       bias_scale=bias_scale, use_W=use_W)
             t, count = 0, skip
             if anchors is None:
@@ -472,7 +420,7 @@ def calibrate_eta0(
             points = sorted(points + near)
     mean = costs[:, points].mean(axis=0)
     eta0 = grid[points[_best_eta0(costs[:, points])]]
-    return 1.0 / (lambda_ * eta0), {
+    return t0_of_eta0(lambda_, eta0), {
         "method": "warm-start grid",
         "eta0": eta0,
         "n_sub": int(min(n, n_sub)),
@@ -511,188 +459,236 @@ class AnchorLearningUnavailable(ConfigError, NotImplementedError):
     """``learn_anchors=True`` without the anchors and the coding to learn them with."""
 
 
-def train_llc_sgd(
-    X,
-    Y: np.ndarray,
-    code: LocalCode,
-    W: np.ndarray,
-    b: np.ndarray,
-    *,
-    lambda_: float,
-    epochs: int = 10,
-    t0: float | str | None = None,
-    bias_scale: float | str = "auto",
-    skip: int | None = None,
-    use_W: bool = True,
-    random_state=None,
-    learn_anchors: bool = False,
-    callback: Callable[[int, np.ndarray, np.ndarray], None] | None = None,
-    anchors: np.ndarray | None = None,
-    coding=None,
-    anchor_scale: float = 1.0,
-    epoch_stats: list | None = None,
-    anchor_step_max: float | None = None,
-    objective: Callable[[np.ndarray, np.ndarray], float] | None = None,
-    batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
-    calibration_passes: int | None = None,
-    calibration_coarse_step: int | None = None,
-    sgd_dtype: str | None = None,
-) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Run ``epochs`` SGD epochs from (W, b) (updated in place and returned).
+@dataclass(frozen=True)
+class SGDOptions:
+    """The settings of :func:`train_llc_sgd` (DESIGN §6), named as the estimators'
+    parameters.  ``t0``: None or "calibrate" (:func:`calibrate_eta0` from the starting
+    point, the default), "svmsgd2" (λ^(-3/4)) or a number (the papers' fixed schedules).
+    ``random_state`` seeds the calibration and the per-epoch permutations.
 
-    X dense C-ordered float64 (n, D) or CSR; Y (n, n_out) ±1 (:func:`labels_matrix`);
-    ``code`` the fixed training codes.  ``random_state`` seeds the calibration and the
-    per-epoch permutations (``numpy.random.default_rng``).  ``t0``: None or "calibrate"
-    (:func:`calibrate_eta0` from the starting point, the default), "svmsgd2"
-    (λ^(-3/4)) or a number (the papers' fixed schedules).
-
-    ``objective(W, b)``, if given, is the training objective of the current parameters
-    (anchors included: they are moved in place).  It is evaluated at the start and after
-    every epoch, and then (1) the parameters of the epoch with the lowest objective are
-    kept — the run never ends worse than it started (the LIBLINEAR warm start); (2) with a
-    calibrated t0, an epoch above :data:`DIVERGENCE_FACTOR` × the starting objective (or
-    NaN) restarts the run from its starting point with η0 / :data:`RETRY_DIVISOR` (at most
-    :data:`MAX_RETRIES` times, each recorded in ``info["retries"]``); a fixed t0 runs as
-    written.  ``callback(epoch, W, b)`` runs at the start
-    (epoch 0) and after every epoch (after ``objective``; a restart calls it from epoch 1
-    again).
-
-    ``batches(rng)`` (the streaming seam, STYLE.md) yields one epoch's batches
-    ``(X_b, Y_b, code_b or None, order_b)``; the step counters, W, b and the anchors carry
-    across batches.  The default, :func:`in_memory_batches`, yields (X, Y, code,
-    ``rng.permutation(n)``): one batch, the draws of an in-memory epoch.  With a producer,
-    X, Y and code are the rows in memory (a sample when streaming) that the calibration,
-    ``bias_scale="auto"`` and the default skip see.
-
-    Returns (W, b, info) with the resolved t0, bias_scale, skip, the step count, per-epoch
-    seconds, and with ``objective`` the per-epoch objectives and the kept epoch.
-
-    ``learn_anchors=True`` (LLC-SAPL / LLC-JO) also needs ``anchors`` (m, D) float64
-    C-ordered, moved in place, and the fitted ``coding`` (soft_knn or adaptive_knn) that
-    encodes every step; X dense or CSR.  ``code`` is then only used by the calibration
-    (the initial codes).  ``anchor_scale`` multiplies the anchor rate; ``anchor_step_max``
-    (None = off, the papers' step) clips the fraction c of each anchor move
-    v_j += c (x - v_j) to [-max, max].  ``epoch_stats``, if a list, receives one dict per
-    epoch before the callback runs: {"mean_k"} = the mean number of non-zero weights per
-    step (k* of adaptive_knn, JO Fig. 3).
+    Learned anchors (LLC-SAPL / LLC-JO, ``learn_anchors=True``): ``anchors`` (m, D)
+    float64 C-ordered, moved in place, and the fitted ``coding`` with an anchor gradient
+    that encodes every step; ``anchor_scale`` multiplies the anchor rate and
+    ``anchor_step_max`` (None = off, the papers' step) clips the fraction c of each move
+    v_j += c (x - v_j) to [-max, max].
 
     ``sgd_dtype`` "float32" (None / "float64": float64) runs the epochs and the η0
     calibration on a float32 copy of W (the dot products still sum in float64, b stays
-    float64): half the memory traffic of a step, which reads k·C·D weights (issue 16);
-    the returned W holds the float32 values in float64.  Agrees with the float64 run to
-    about 1e-6 relative per epoch (``tests/test_sgd_dtype.py``), not bitwise.
+    float64): half the memory traffic of a step, which reads k·C·D weights; the returned
+    W holds the float32 values in float64.  Agrees with the float64 run to about 1e-6
+    relative per epoch (``tests/test_sgd_dtype.py``), not bitwise."""
+
+    lambda_: float
+    epochs: int = 10
+    t0: float | str | None = None
+    bias_scale: float | str = "auto"
+    skip: int | None = None
+    use_W: bool = True
+    random_state: int | None = None
+    learn_anchors: bool = False
+    anchors: np.ndarray | None = None
+    coding: object = None
+    anchor_scale: float = 1.0
+    anchor_step_max: float | None = None
+    calibration_passes: int | None = None
+    calibration_coarse_step: int | None = None
+    sgd_dtype: str | None = None
+
+
+@dataclass
+class Monitor:
+    """What watches the epochs, all optional.  ``objective(W, b)``: the training objective
+    of the current parameters (anchors included: they move in place), evaluated at the
+    start and after every epoch; ``callback(epoch, W, b)`` runs after it (epoch 0 = the
+    start; a restart calls it from epoch 1 again); ``epoch_stats``, a list, receives
+    {"mean_k"} per epoch before the callback (k* of adaptive_knn, JO Fig. 3)."""
+
+    objective: Callable[[np.ndarray, np.ndarray], float] | None = None
+    callback: Callable[[int, np.ndarray, np.ndarray], None] | None = None
+    epoch_stats: list | None = None
+
+
+def train_llc_sgd(X, Y: np.ndarray, code: LocalCode, W: np.ndarray, b: np.ndarray,
+                  options: SGDOptions, monitor: Monitor | None = None,
+                  batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
+                  ) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Run ``options.epochs`` SGD epochs from (W, b) (updated in place and returned).
+
+    X dense C-ordered float64 (n, D) or CSR; Y (n, n_out) ±1 (:func:`labels_matrix`);
+    ``code`` the fixed training codes (with learned anchors only the calibration's
+    initial codes).
+
+    With ``monitor.objective``: (1) the parameters of the epoch with the lowest objective
+    are kept — the run never ends worse than it started (the LIBLINEAR warm start); (2)
+    with a calibrated t0, an epoch above :data:`DIVERGENCE_FACTOR` × the starting
+    objective (or NaN) restarts the run from its starting point with η0 /
+    :data:`RETRY_DIVISOR` (at most :data:`MAX_RETRIES` times, each recorded in
+    ``info["retries"]``); a fixed t0 runs as written.
+
+    ``batches(rng)`` (the streaming seam) yields one epoch's batches
+    ``(X_b, Y_b, code_b or None, order_b)``; the step counters, W, b and the anchors carry
+    across batches.  The default, :func:`in_memory_batches`, yields (X, Y, code,
+    ``rng.permutation(n)``).  With a producer, X, Y and code are the rows in memory (a
+    sample when streaming) that the calibration, ``bias_scale="auto"`` and the default
+    skip see.
+
+    Returns (W, b, info) with the resolved t0, bias_scale, skip, the step count, per-epoch
+    seconds, and with an objective the per-epoch objectives and the kept epoch.
     """
-    w_dtype = sgd_weights_dtype(sgd_dtype)
-    if learn_anchors and (anchors is None or coding is None):
+    o, monitor = options, monitor or Monitor()
+    _check_options(o)
+    w_dtype = sgd_weights_dtype(o.sgd_dtype)
+    learn, anchors = bool(o.learn_anchors), o.anchors if o.learn_anchors else None
+    X = X.tocsr() if sp.issparse(X) else X
+    kw = dict(lambda_=o.lambda_, skip=_resolved_skip(X, o.skip),
+              bias_scale=_resolved_bias_scale(X, o.bias_scale, o.use_W), use_W=o.use_W)
+    rng = np.random.default_rng(o.random_state)
+    seed_calibration, seed_order = (int(s) for s in rng.integers(2**31 - 1, size=2))
+    info: dict = {}
+    fixed = resolve_t0(o.t0, o.lambda_)
+    if fixed is not None or o.epochs == 0:
+        t0 = fixed if fixed is not None else default_t0(o.lambda_)
+    else:
+        t0, info["t0_calibration"] = calibrate_eta0(
+            X, Y, code, W, b, anchors=anchors, coding=o.coding, anchor_scale=o.anchor_scale,
+            anchor_step_max=o.anchor_step_max,
+            passes=o.calibration_passes or (LEARNED_PASSES if learn else 1),
+            exponents=LEARNED_ETA0_EXPONENTS if learn else ETA0_GRID_EXPONENTS,
+            random_state=seed_calibration, coarse_step=o.calibration_coarse_step,
+            w_dtype=w_dtype, **kw)
+    run = _Epochs(batches or in_memory_batches(X, Y, code), o, monitor, w_dtype, kw)
+    t0, best, retries = run.with_restarts(W, b, t0, seed_order, fixed is None)
+    info.update(t0=float(t0), eta0=eta0_of(o.lambda_, t0), bias_scale=float(kw["bias_scale"]),
+                skip=kw["skip"], steps=int(run.t), epoch_seconds=run.seconds,
+                use_W=bool(o.use_W), sgd_dtype=np.dtype(w_dtype).name)
+    info["lambda"] = float(o.lambda_)
+    if monitor.objective is not None:
+        info.update(start_objective=run.start_obj, epoch_objectives=run.objectives,
+                    kept_epoch=best[1], retries=retries)
+        if best[1] != len(run.objectives):
+            _restore(best[2], W, b, anchors)
+    if learn:
+        info.update(learn_anchors=True, anchor_scale=float(o.anchor_scale),
+                    anchor_step_max=o.anchor_step_max)
+    if code.n_active is not None or learn:
+        info["mean_k_per_epoch"] = run.mean_k
+    return W, b, info
+
+
+def _check_options(o: SGDOptions) -> None:
+    if o.learn_anchors and (o.anchors is None or o.coding is None):
         raise AnchorLearningUnavailable(
             "learn_anchors=True needs anchors= (moved in place) and the fitted coding= "
             "(soft_knn or adaptive_knn): the codes are recomputed at every step"
         )
-    if lambda_ <= 0:
-        raise ConfigError(f"lambda must be > 0, got {lambda_}")
-    if not anchor_scale >= 0:
-        raise ConfigError(f"anchor_scale must be >= 0, got {anchor_scale}")
-    if anchor_step_max is not None and not anchor_step_max > 0:
-        raise ConfigError(f"anchor_step_max must be > 0 or None, got {anchor_step_max}")
+    if o.lambda_ <= 0:
+        raise ConfigError(f"lambda must be > 0, got {o.lambda_}")
+    if not o.anchor_scale >= 0:
+        raise ConfigError(f"anchor_scale must be >= 0, got {o.anchor_scale}")
+    if o.anchor_step_max is not None and not o.anchor_step_max > 0:
+        raise ConfigError(f"anchor_step_max must be > 0 or None, got {o.anchor_step_max}")
+    if o.learn_anchors:
+        o.coding.kernel_args()  # a coding with an anchor gradient, fitted
+        if o.anchors.dtype != np.float64 or not o.anchors.flags.c_contiguous:
+            raise ConfigError("anchors must be a C-contiguous float64 array (moved in place)")
+
+
+def _resolved_bias_scale(X, bias_scale, use_W) -> float:
     if isinstance(bias_scale, str):
         if bias_scale != "auto":
             raise ConfigError(f"bias_scale must be a number or 'auto', got {bias_scale!r}")
-        bias_scale = auto_bias_scale(X, use_W)
+        return auto_bias_scale(X, use_W)
+    return bias_scale
+
+
+def _resolved_skip(X, skip) -> int:
     skip = default_skip(X) if skip is None else int(skip)
     if skip < 1:
         raise ConfigError(f"skip must be >= 1, got {skip}")
-    if sp.issparse(X):
-        X = X.tocsr()
-    if learn_anchors:
-        coding_kernel_args(coding)  # a coding with an anchor gradient, fitted
-        if anchors.dtype != np.float64 or not anchors.flags.c_contiguous:
-            raise ConfigError("anchors must be a C-contiguous float64 array (moved in place)")
-    if batches is None:
-        batches = in_memory_batches(X, Y, code)
-    rng = np.random.default_rng(random_state)
-    seed_calibration, seed_order = (int(s) for s in rng.integers(2**31 - 1, size=2))
-    info: dict = {}
-    kw = dict(lambda_=lambda_, skip=skip, bias_scale=bias_scale, use_W=use_W)
-    fixed = resolve_t0(t0, lambda_)
-    if fixed is not None or epochs == 0:
-        t0 = fixed if fixed is not None else default_t0(lambda_)
-    else:
-        t0, info["t0_calibration"] = calibrate_eta0(
-            X, Y, code, W, b, anchors=anchors if learn_anchors else None, coding=coding,
-            anchor_scale=anchor_scale, anchor_step_max=anchor_step_max,
-            passes=calibration_passes or (LEARNED_PASSES if learn_anchors else 1),
-            exponents=LEARNED_ETA0_EXPONENTS if learn_anchors else ETA0_GRID_EXPONENTS,
-            random_state=seed_calibration, coarse_step=calibration_coarse_step,
-            w_dtype=w_dtype, **kw)
-    start = (W.copy(), b.copy(), anchors.copy() if learn_anchors else None)
-    start_obj = objective(W, b) if objective is not None else None
-    if callback is not None:
-        callback(0, W, b)
-    retries = []
-    max_retries = MAX_RETRIES if fixed is None else 0  # a fixed schedule runs as written
-    for attempt in range(max_retries + 1):
+    return skip
+
+
+class _Epochs:
+    """The epochs of one :func:`train_llc_sgd` run: the kernels over the batches, the
+    objective after each epoch, the best epoch so far, the restarts after a divergence."""
+
+    def __init__(self, batches, options: SGDOptions, monitor: Monitor, w_dtype, kw):
+        self.batches, self.o, self.monitor, self.w_dtype, self.kw = \
+            batches, options, monitor, w_dtype, kw
+        self.anchors = options.anchors if options.learn_anchors else None
+
+    def with_restarts(self, W, b, t0, seed_order, calibrated: bool):
+        """Run the epochs (again from the start, with η0 / RETRY_DIVISOR, after a
+        divergence); returns (t0, best (objective, epoch, saved parameters), retries)."""
+        anchors, objective = self.anchors, self.monitor.objective
+        start = (W.copy(), b.copy(), anchors.copy() if anchors is not None else None)
+        self.start_obj = objective(W, b) if objective is not None else None
+        if self.monitor.callback is not None:
+            self.monitor.callback(0, W, b)
+        retries = []
+        max_retries = MAX_RETRIES if calibrated else 0  # a fixed schedule runs as written
+        for attempt in range(max_retries + 1):
+            best, diverged, epoch = self.run(W, b, t0, seed_order, start, max_retries,
+                                             last=attempt == max_retries)
+            if not diverged or attempt == max_retries:  # the last attempt runs all epochs
+                break
+            retries.append({"eta0": eta0_of(self.o.lambda_, t0), "epoch": epoch,
+                            "objective": self.objectives[-1],
+                            "start_objective": self.start_obj})
+            t0 *= RETRY_DIVISOR
+            _restore(start, W, b, anchors)
+        if objective is not None:
+            check_finite_fit(self.start_obj, self.objectives, retries, self.o.lambda_)
+        return t0, best, retries
+
+    def run(self, W, b, t0, seed_order, start, max_retries, last: bool):
+        """One attempt (stopped at a divergence unless it is the last one); returns
+        (best, diverged, the last epoch run)."""
+        o, monitor, anchors = self.o, self.monitor, self.anchors
         order_rng = np.random.default_rng(seed_order)  # a restart sees the same orders
-        t, count = 0, skip
-        seconds, mean_k, objectives = [], [], []
-        best = (start_obj, 0, start)
+        self.t, count = 0, self.kw["skip"]
+        self.seconds, self.mean_k, self.objectives = [], [], []
+        best = (self.start_obj, 0, start)
         diverged = False
-        Wa = anchor_major(W, w_dtype)  # the kernels' layout; W is updated from it after
-        # each epoch
-        for epoch in range(1, epochs + 1):
+        Wa = anchor_major(W, self.w_dtype)  # the kernels' layout; W follows each epoch
+        for epoch in range(1, o.epochs + 1):
             tic = time.perf_counter()
-            ks_mean, ks_n = [], []  # per batch: mean k* and steps
-            for Xb, Yb, cb, order in batches(order_rng):
-                if learn_anchors:
-                    t, count, ks = _epoch_anchors(
-                        Xb, Yb, order, anchors, Wa, b, t, count, coding,
-                        anchor_scale=anchor_scale, anchor_step_max=anchor_step_max, t0=t0, **kw
-                    )
-                    ks_mean.append(float(ks.mean()) if ks.size else 0.0)
-                else:
-                    t, count = _epoch(Xb, Yb, cb, order, Wa, b, t, count, t0=t0, **kw)
-                    ks_mean.append(float(cb.n_active.mean() if cb.n_active is not None
-                                         else cb.k))
-                ks_n.append(len(order))
+            count = self._epoch(Wa, b, t0, count, order_rng)
             W[...] = Wa.transpose(1, 0, 2)
-            mean_k.append(ks_mean[0] if len(ks_mean) == 1 else
-                          float(np.average(ks_mean, weights=ks_n)) if sum(ks_n) else 0.0)
-            seconds.append(time.perf_counter() - tic)
-            if epoch_stats is not None:
-                epoch_stats.append({"mean_k": mean_k[-1]})
-            if objective is not None:
-                obj = objective(W, b)
-                objectives.append(obj)
+            self.seconds.append(time.perf_counter() - tic)
+            if monitor.epoch_stats is not None:
+                monitor.epoch_stats.append({"mean_k": self.mean_k[-1]})
+            if monitor.objective is not None:
+                obj = monitor.objective(W, b)
+                self.objectives.append(obj)
                 if obj < best[0]:
                     best = (obj, epoch, (W.copy(), b.copy(),
-                                         anchors.copy() if learn_anchors else None))
-                diverged = max_retries > 0 and not obj <= DIVERGENCE_FACTOR * start_obj
-            if callback is not None:
-                callback(epoch, W, b)
-            if diverged and attempt < max_retries:
-                break
-        if not diverged or attempt == max_retries:  # the last attempt runs all its epochs
-            break
-        retries.append({"eta0": 1.0 / (lambda_ * t0), "epoch": epoch, "objective": obj,
-                        "start_objective": start_obj})
-        t0 *= RETRY_DIVISOR
-        _restore(start, W, b, anchors)
-    if objective is not None:
-        check_finite_fit(start_obj, objectives, retries, lambda_)
-    info.update(t0=float(t0), eta0=1.0 / (lambda_ * t0), bias_scale=float(bias_scale),
-                skip=skip, steps=int(t), epoch_seconds=seconds, use_W=bool(use_W),
-                sgd_dtype=np.dtype(w_dtype).name)
-    info["lambda"] = float(lambda_)
-    if objective is not None:
-        info.update(start_objective=start_obj, epoch_objectives=objectives,
-                    kept_epoch=best[1], retries=retries)
-        if best[1] != len(objectives):
-            _restore(best[2], W, b, anchors)
-    if learn_anchors:
-        info.update(learn_anchors=True, anchor_scale=float(anchor_scale),
-                    anchor_step_max=anchor_step_max)
-    if code.n_active is not None or learn_anchors:
-        info["mean_k_per_epoch"] = mean_k
-    return W, b, info
+                                         anchors.copy() if anchors is not None else None))
+                diverged = max_retries > 0 and not obj <= DIVERGENCE_FACTOR * self.start_obj
+            if monitor.callback is not None:
+                monitor.callback(epoch, W, b)
+            if diverged and not last:
+                return best, True, epoch
+        return best, diverged, o.epochs
+
+    def _epoch(self, Wa, b, t0, count, order_rng) -> int:
+        """One pass over the batches (the kernels); appends the epoch's mean k*."""
+        o, kw = self.o, self.kw
+        ks_mean, ks_n = [], []  # per batch: mean k* and steps
+        for Xb, Yb, cb, order in self.batches(order_rng):
+            if self.anchors is not None:
+                self.t, count, ks = _epoch_anchors(
+                    Xb, Yb, order, self.anchors, Wa, b, self.t, count, o.coding,
+                    anchor_scale=o.anchor_scale, anchor_step_max=o.anchor_step_max, t0=t0,
+                    **kw)
+                ks_mean.append(float(ks.mean()) if ks.size else 0.0)
+            else:
+                self.t, count = _epoch(Xb, Yb, cb, order, Wa, b, self.t, count, t0=t0, **kw)
+                ks_mean.append(float(cb.n_active.mean() if cb.n_active is not None else cb.k))
+            ks_n.append(len(order))
+        self.mean_k.append(ks_mean[0] if len(ks_mean) == 1 else
+                           float(np.average(ks_mean, weights=ks_n)) if sum(ks_n) else 0.0)
+        return count
 
 
 def check_finite_fit(start_obj, objectives, retries, lambda_) -> None:
@@ -721,11 +717,12 @@ CODE_CACHE_BYTES = 1 << 30
 
 
 def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefetch=True,
-                   code_cache_bytes: int = CODE_CACHE_BYTES):
-    """The streaming producer over a chunked source (``llc_bench.data.stream``): the
-    chunks in a seeded order (no draw for a single chunk, so one chunk replays the
-    in-memory epoch), each with ``rng.permutation`` of its rows; targets from ``y_idx``
-    and codes (``encode(X_c)``; None when the anchors are learned) per chunk.
+                   code_cache_bytes: int = CODE_CACHE_BYTES, known: dict | None = None):
+    """The producer over a row source (``llc_bench.data.rows``): the chunks in a seeded
+    order (no draw for a single chunk, so one chunk replays :func:`in_memory_batches`),
+    each with ``rng.permutation`` of its rows; targets from ``y_idx`` and codes
+    (``encode(X_c)``; None when the anchors are learned) per chunk; ``known`` maps
+    chunks to codes computed already (the in-memory rows' codes).
 
     Fixed anchors give every chunk the same codes in every epoch: they are computed in
     the first epoch and kept (indices and weights only) when all the source's codes fit
@@ -735,7 +732,7 @@ def stream_batches(source, y_idx: np.ndarray, n_classes: int, encode=None, prefe
     thread while the (nogil) kernel trains on the current one.  The draws and every
     number are the same as without it (one producer, in order); at most two chunks of x
     are in memory."""
-    kept: dict = {}
+    kept: dict = dict(known or {})
 
     def code_of(c, Xc):
         if c in kept:

@@ -27,15 +27,33 @@ class ``classes_[1]``) for binary problems.
 
 After ``fit``: ``anchors_`` (m, D), ``W_``, ``b_``, ``classes_``, ``coding_``
 (the fitted coding object; ``coding_.beta_`` for soft_knn), ``n_features_in_``
-and ``fit_info_`` = {"timings", "history", "model_size", "anchors", "coding",
-"init", "sgd"} (see :meth:`LLSVMClassifier.fit`).
+and ``fit_info_``:
+
+    timings: seconds for "cv", "anchors", "encode" (training codes), "init",
+      "sgd", "history" (evaluation for the history, not part of training),
+      "total" (anchors + encode + init + sgd);
+    history: one entry per epoch, epoch 0 = after the init: "epoch",
+      "objective" (λ/2 Σ_c||θ_c||² + 1/N Σ_n Σ_c hinge, θ = W, or b for
+      LCC+SVM), "train_accuracy", "train_hinge", and with eval_set
+      "test_accuracy", "test_hinge" (hinge as the record's metric: averaged
+      over samples and, multi-class, over the one-vs-all outputs).  With
+      learned anchors every entry re-encodes with the anchors of that epoch.
+      Variable-k codings (adaptive_knn) add "train_mean_k" / "test_mean_k"
+      (mean k* of the codes) and, from epoch 1, "sgd_mean_k" (mean k* over
+      the epoch's SGD steps, JO Fig. 3);
+    model_size: n_anchors, k, n_outputs, n_features, n_parameters;
+    anchors / coding / init / sgd: the settings actually used (effective m,
+      β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
+    notes: human-readable remarks (init subsample, capped m or k).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,9 +69,9 @@ from ..coding.local import (
     CODINGS,
     LEARNABLE_CODINGS,
     LocalCode,
-    make_coding,
+    coding_from_params,
 )
-from ..data.stream import SAMPLE_ROWS, is_source
+from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
 from ._validation import (
     COUNT,
     COUNT0,
@@ -69,6 +87,8 @@ from ._validation import (
 from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
 from .linear import cross_validate_C, cv_subsample, grid_edge
 from .llc_sgd import (
+    Monitor,
+    SGDOptions,
     decision_from_codes,
     labels_matrix,
     sgd_objective,
@@ -78,6 +98,25 @@ from .llc_sgd import (
 
 #: The fixed-anchor default of ``calibration_coarse_step`` (numerics v5).
 FIXED_COARSE_STEP = 4
+
+
+class _Seeds(NamedTuple):
+    """The four seeds of a fit, drawn in this order from ``random_state``."""
+
+    anchors: int  # k-means (and the λ CV, the streamed sample)
+    coding: int  # β "auto"'s subsample
+    init: int  # the init's subsample
+    sgd: int  # the η0 calibration and the epochs' orders
+
+
+@contextlib.contextmanager
+def _timed(seconds: dict, phase: str):
+    """Add the seconds the block takes to ``seconds[phase]``."""
+    tic = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - tic
 
 
 def _index_predict(predict, classes):
@@ -93,8 +132,9 @@ class _EpochHistory:
     ``on_epoch`` are the callbacks of ``train_llc_sgd``; ``seconds`` is the time spent on
     the history (not training)."""
 
-    def __init__(self, est, X, y, Y, code, lam, eval_set, epochs):
-        self.est, self.X, self.y, self.Y, self.code, self.lam = est, X, y, Y, code, lam
+    def __init__(self, est, X, y, y_idx, code, lam, eval_set, epochs):
+        self.est, self.X, self.y, self.code, self.lam = est, X, y, code, lam
+        self.Y = labels_matrix(y_idx, len(est.classes_))  # ±1 targets of the rows
         self.learn = bool(est.learn_anchors)
         self.keep = bool(est.history)
         self.variable_k = bool(getattr(est.coding_, "variable_k", False))
@@ -166,24 +206,14 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     def numerics_version(self) -> int:
         """Enters the result cache key: bump it whenever the same parameters give other
         numbers.  2 = warm-start η0 calibration, best epoch kept, divergence restarts;
-        3 = the issue-17 defaults: dual_cd init, k-means on a 20,000-row sample;
+        3 = the faster defaults: dual_cd init, k-means on a 20,000-row sample;
         4 (learned anchors only) = their η0 calibrated over 10 passes on a grid of step 4;
         5 = the dual CD init's sums reassociated (vectorised), and with fixed anchors the
         float32 SGD weights and the coarse-to-fine η0 grid by default."""
         return 5
 
-    #: ``fit`` accepts a chunked source (``llc_bench.data.stream.RowSource``).
+    #: ``fit`` accepts a row source (``llc_bench.data.rows.RowSource``) streamed in chunks.
     supports_streaming = True
-
-    # ---------------------------------------------------------------- helpers
-    def _coding_options(self) -> dict:
-        if self.coding == "soft_knn":
-            return {"beta": self.beta}
-        if self.coding == "inverse_distance":
-            return {"power": self.power}
-        if self.coding == "adaptive_knn":
-            return {"mu": self.mu}
-        return {}
 
     _parameter_constraints = {
         "n_anchors": [COUNT], "k": [COUNT], "coding": [StrOptions(set(CODINGS))],
@@ -255,128 +285,124 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         ``eval_set=(X_test, y_test)`` adds test accuracy to the per-epoch history
         (the test codes are computed once; nothing is tuned on them).
 
-        ``X`` may be a chunked source (``llc_bench.data.stream.RowSource``, out-of-core
+        ``X`` may be a row source (``llc_bench.data.rows.RowSource``, e.g. out-of-core
         data): then λ CV, anchors, coding, init, the η0 calibration, the objective that
         picks the kept epoch and the history's training metrics use a seeded sample of
         ≤ ``SAMPLE_ROWS`` rows (all rows if fewer), and the SGD epochs stream the chunks
-        in a seeded order (codes computed per chunk).  A one-chunk source whose rows fit
-        the sample gives exactly the in-memory fit.
-
-        ``fit_info_``:
-          timings: seconds for "anchors", "encode" (training codes), "init",
-            "sgd", "history" (evaluation for the history, not part of training),
-            "total" (without history);
-          history: one entry per epoch, epoch 0 = after the init: "epoch",
-            "objective" (λ/2 Σ_c||θ_c||² + 1/N Σ_n Σ_c hinge, θ = W, or b for
-            LCC+SVM), "train_accuracy", "train_hinge", and with eval_set
-            "test_accuracy", "test_hinge" (hinge as the record's metric: averaged
-            over samples and, multi-class, over the one-vs-all outputs).  With
-            learned anchors every entry re-encodes with the anchors of that epoch.
-            Variable-k codings (adaptive_knn) add "train_mean_k" / "test_mean_k"
-            (mean k* of the codes) and, from epoch 1, "sgd_mean_k" (mean k* over
-            the epoch's SGD steps, JO Fig. 3);
-          model_size: n_anchors, k, n_outputs, n_features, n_parameters;
-          anchors / coding / init / sgd: the settings actually used (effective m,
-            β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
-          notes: human-readable remarks (init subsample, capped m or k).
+        in a seeded order (codes computed per chunk).  Arrays are a one-chunk source whose
+        sample is all rows, so a one-chunk source whose rows fit the sample gives exactly
+        the in-memory fit.  ``fit_info_``: see the module docstring.
         """
         validate_params(self)
-        X, y, source = self._check_fit_data(X, y)
+        source, y = self._check_fit_data(X, y)
+        return self._fit_source(source, y, eval_set)
+
+    def _fit_source(self, source: RowSource, y, eval_set):
+        """The algorithm's outline (DESIGN §4): λ, anchors, coding, init, SGD epochs."""
         check_classification_targets(y)
+        y_idx = self._set_classes(y)
+        seeds = _Seeds(*map(int, check_random_state(self.random_state).randint(0, 2**31 - 1,
+                                                                                size=4)))
+        rows = source.sample(SAMPLE_ROWS, [seeds.anchors, 7])  # what the in-memory steps see
+        X, y_s, y_si = source.take(rows), y[rows], y_idx[rows]
+        self._use_W_fit = bool(self.use_W)  # what predict uses, whatever set_params does
+        info, seconds = {}, {}
+        with _timed(seconds, "cv"):
+            lam = self._select_lambda(X, y_si, seeds.anchors, info)
+        with _timed(seconds, "anchors"):
+            self.anchors_, info["anchors"] = self._fit_anchors(X, y_si, seeds.anchors)
+        with _timed(seconds, "encode"):
+            code, info["coding"] = self._fit_coding(X, seeds.coding)
+        with _timed(seconds, "init"):
+            W, b, info["init"] = self._init_weights(X, code, y_si, len(self.classes_),
+                                                    self.anchors_.shape[0], lam, seeds.init)
+        history = _EpochHistory(self, X, y_s, y_si, code, lam, eval_set, int(self.epochs))
+        with _timed(seconds, "sgd"):
+            self.W_, self.b_, info["sgd"] = self._sgd(
+                source, X, code, W, b, lam, y_idx, history, seeds.sgd,
+                whole=len(rows) == source.n_rows)
+        self.fit_info_ = self._fit_info(source, X, rows, history, seconds, info)
+        return self
+
+    def _set_classes(self, y) -> np.ndarray:
+        """``classes_`` (at least two) and the class index of every label."""
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs samples of at least 2 classes; got 1 class "
                 f"({self.classes_[0]!r})"
             )
-        n_classes = len(self.classes_)
-        seed_anchor, seed_coding, seed_init, seed_sgd = (
-            int(s) for s in check_random_state(self.random_state).randint(0, 2**31 - 1, size=4))
-        notes: list = []
-        y_all = y_idx
-        if source is not None:  # everything but the SGD epochs sees a seeded sample
-            rows = source.sample(SAMPLE_ROWS, [seed_anchor, 7])
-            X, y, y_idx = source.take(rows), y[rows], y_idx[rows]
-            notes.append(f"streamed: {source.n_rows} rows in {source.n_chunks} chunks of "
-                         f"≤ {source.chunk_rows}; λ CV, anchors, coding, init, η0 calibration, "
-                         f"kept-epoch objective and training history on a seeded sample of "
-                         f"{len(rows)} rows; the next chunk is read and encoded in a "
-                         f"second thread during the SGD on the current one")
+        return y_idx
+
+    def _fit_anchors(self, X, y_idx, seed):
+        """Anchors (m, D) by k-means (or random per class) and their info."""
+        return fit_anchors(X, self.n_anchors, method=self.anchor_method, y=y_idx,
+                           random_state=seed, sample_rows=self.kmeans_sample,
+                           tol=self.kmeans_tol)
+
+    def _fit_coding(self, X, seed) -> tuple[LocalCode, dict]:
+        """``coding_`` fitted on X (β "auto") and the training codes."""
+        k = min(self.k, self.anchors_.shape[0])
+        self.coding_ = coding_from_params(self.coding, k, vars(self))  # its own options
+        self.coding_.fit(X, self.anchors_, random_state=seed)
+        return self._encode(X), self.coding_.params()
+
+    def _sgd(self, source, X, code, W, b, lam, y_idx, history, seed, whole: bool):
+        """The SGD epochs (``llc_sgd``) from the init over the source's chunks; ``whole``:
+        the in-memory rows are all of the source, so its codes are known."""
         learn = bool(self.learn_anchors)
-        use_W = self._use_W_fit = bool(self.use_W)  # what predict uses, whatever set_params does
-        timings: dict = {}
-        info: dict = {}
-
-        t = time.perf_counter()
-        lam = self._select_lambda(X, y_idx, seed_anchor, info)
-        timings["cv"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        self.anchors_, info["anchors"] = fit_anchors(
-            X, self.n_anchors, method=self.anchor_method, y=y_idx, random_state=seed_anchor,
-            sample_rows=self.kmeans_sample, tol=self.kmeans_tol,
-        )
-        timings["anchors"] = time.perf_counter() - t
-        m = self.anchors_.shape[0]
-        k = min(self.k, m)
-
-        t = time.perf_counter()
-        self.coding_ = make_coding(self.coding, k=k, **self._coding_options())
-        self.coding_.fit(X, self.anchors_, random_state=seed_coding)
-        code = self._encode(X)
-        timings["encode"] = time.perf_counter() - t
-        info["coding"] = self.coding_.params()
-
-        t = time.perf_counter()
-        W, b, info["init"] = self._init_weights(X, code, y_idx, n_classes, m, lam, seed_init)
-        timings["init"] = time.perf_counter() - t
-
         if learn:
             self.initial_anchors_ = self.anchors_.copy()
-        Y = labels_matrix(y_idx, n_classes)
-        history = _EpochHistory(self, X, y, Y, code, lam, eval_set, int(self.epochs))
-        t = time.perf_counter()
-        W, b, info["sgd"] = train_llc_sgd(
-            X, Y, code, W, b, lambda_=lam, epochs=int(self.epochs), t0=self.t0,
-            bias_scale=self.bias_scale, skip=self.skip, use_W=use_W, random_state=seed_sgd,
-            learn_anchors=learn, callback=history.on_epoch,
+        options = SGDOptions(
+            lambda_=lam, epochs=int(self.epochs), t0=self.t0, bias_scale=self.bias_scale,
+            skip=self.skip, use_W=self._use_W_fit, random_state=seed, learn_anchors=learn,
             anchors=self.anchors_ if learn else None, coding=self.coding_ if learn else None,
-            anchor_scale=float(self.anchor_scale), epoch_stats=history.epoch_stats,
+            anchor_scale=float(self.anchor_scale),
             anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
-            objective=history.objective,
-            batches=None if source is None else stream_batches(
-                source, y_all, n_classes, None if learn else self._encode),
             calibration_passes=self.calibration_passes,
             calibration_coarse_step=(FIXED_COARSE_STEP if self.calibration_coarse_step is None
                                      and not learn else self.calibration_coarse_step),
-            sgd_dtype=self.sgd_dtype or (None if learn else "float32"),
-        )
-        history.close()
-        timings["sgd"] = time.perf_counter() - t - history.seconds
-        timings["history"] = history.seconds
+            sgd_dtype=self.sgd_dtype or (None if learn else "float32"))
+        batches = stream_batches(source, y_idx, len(self.classes_),
+                                 None if learn else self._encode,
+                                 known={0: code} if whole and source.n_chunks == 1
+                                 and not learn else None)
+        monitor = Monitor(history.objective, history.on_epoch, history.epoch_stats)
+        try:
+            return train_llc_sgd(X, history.Y, code, W, b, options, monitor, batches)
+        finally:
+            history.close()
+
+    def _fit_info(self, source, X, rows, history, seconds, info) -> dict:
+        timings = {**seconds, "sgd": seconds["sgd"] - history.seconds,
+                   "history": history.seconds}
         timings["total"] = sum(timings[s] for s in ("anchors", "encode", "init", "sgd"))
-        self.W_ = W
-        self.b_ = b
-        self.fit_info_ = {
+        m, k = self.anchors_.shape[0], self.coding_.k
+        notes = [] if not source.streamed else [
+            f"streamed: {source.n_rows} rows in {source.n_chunks} chunks of "
+            f"≤ {source.chunk_rows}; λ CV, anchors, coding, init, η0 calibration, "
+            f"kept-epoch objective and training history on a seeded sample of "
+            f"{len(rows)} rows; the next chunk is read and encoded in a "
+            f"second thread during the SGD on the current one"]
+        return {
             "notes": notes + self._capped_notes(X.shape[0], m, k, info["init"]),
             "timings": timings,
             "history": history.entries,
-            "model_size": self._model_size(m, k, Y.shape[1], X.shape[1]),
+            "model_size": self._model_size(m, k, history.Y.shape[1], X.shape[1]),
             **info,
         }
-        return self
 
     def _check_fit_data(self, X, y):
-        """(X, y, source): validated in-memory arrays, or a chunked source with its labels
-        (X then an empty placeholder: a seeded sample of the source replaces it)."""
-        if not is_source(X):
+        """(source, y): validated in-memory arrays as a one-chunk source, or a row source
+        with its labels."""
+        if not isinstance(X, RowSource):
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-            return self._prepare_X(X), y, None
+            return ArraySource(self._prepare_X(X)), y
         y = np.asarray(y)
         if y.shape != (X.n_rows,):
             raise ValueError(f"y has shape {y.shape}, the source has {X.n_rows} rows")
         self.n_features_in_ = X.n_features
-        return np.empty((0, X.n_features)), y, X
+        return X, y
 
     def _init_weights(self, X, code, y_idx, n_classes, m, lam, seed):
         """W (n_out, m, D), b (n_out, m) and the init's info: LIBLINEAR on z (LLC-SAPL eq.
@@ -422,8 +448,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         """(n, n_out) decision values f_c(x) = Σ_a γ_a (W_c[j_a]·x + b_c[j_a]) (eq. 8):
         the codes (one distance GEMM against the anchors), then only the k active
         linear models per row (``decision_from_codes``, the history's kernel)."""
-        if is_source(X):
-            return np.vstack([self._scores(Xc, timings) for _, Xc in X.iter_chunks()])
+        if isinstance(X, RowSource):
+            return np.vstack([self._scores(Xc, timings) for _, Xc in X.chunks()])
         t = time.perf_counter()
         code = self._encode(X)
         t_enc = time.perf_counter() - t
@@ -436,7 +462,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
     def _validate_predict_X(self, X):
         check_is_fitted(self)
-        if is_source(X):
+        if isinstance(X, RowSource):
             return X
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, order="C", reset=False)
         return self._prepare_X(X)
@@ -546,7 +572,7 @@ class LLSVMClassifier(_LocalSVMBase):
         Run the λ CV on a seeded stratified subsample of this many rows.
     kmeans_sample : int or None, default 20000
         k-means on a seeded sample of this many rows (None = all rows): on mnist 5x
-        faster anchors at the same accuracy (issue 17; ``scripts/bench_llsvm.py``).
+        faster anchors at the same accuracy (``scripts/bench_llsvm.py``).
     kmeans_tol : float or None, default None
         Opt-in: k-means' relative tolerance (None = scikit-learn's 1e-4).
     init_solver : {"l2_hinge", "l2_squared_hinge", "dual_cd"} or None, default "dual_cd"
@@ -583,6 +609,7 @@ class LLSVMClassifier(_LocalSVMBase):
 
     def __init__(
         self,
+        *,
         n_anchors=100,
         k=8,
         coding="inverse_distance",

@@ -58,6 +58,7 @@ from ._validation import (
     validate_params,
 )
 from .linear import cv_subsample
+from .objective import objective
 
 __all__ = ["ML3Classifier", "beta_star", "latent_score", "select_lambda"]
 
@@ -410,7 +411,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         S = _class_scores(Xe, W, p)
         entry = {
             "iteration": iteration,
-            "objective": float(0.5 * lam * np.sum(W * W) + _margin_losses(S, y_enc).mean()),
+            "objective": objective(lam, W, _margin_losses(S, y_enc)),
             "train_error": float(np.mean(np.argmax(S, axis=1) != y_enc)),
             "sgd_violations": int(n_viol),
         }

@@ -74,7 +74,15 @@ from .kronecker import (
 )
 from .liblinear_fit import fit_liblinear
 from .linear import DEFAULT_C_GRID, cross_validate_C, grid_edge
-from .llc_sgd import decision_from_codes, labels_matrix, sgd_objective, train_llc_sgd
+from .llc_sgd import (
+    Monitor,
+    SGDOptions,
+    decision_from_codes,
+    labels_matrix,
+    sgd_objective,
+    train_llc_sgd,
+)
+from .objective import ova_hinge, regulariser
 
 LOSSES = {"squared_hinge": "l2_squared_hinge", "hinge": "l2_hinge"}
 _PREDICT_CHUNK_ENTRIES = 1 << 22  # rows × outputs × M per prediction chunk
@@ -353,8 +361,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                     return
                 t_rec = time.perf_counter()
                 F_train[epoch - 1][:, outs] = last["F"]  # the objective's decision values
-                theta = W if use_W else b
-                reg[j, epoch - 1] = 0.5 * lam * float(np.dot(theta.ravel(), theta.ravel()))
+                reg[j, epoch - 1] = regulariser(lam, W if use_W else b)
                 if test is not None:
                     test[2][epoch - 1][:, outs] = decision_from_codes(test[0], code_t, W, b,
                                                                       use_W)
@@ -364,10 +371,10 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             b = np.zeros((outs.size, basis.M))
             t = time.perf_counter()
             W, b, run = train_llc_sgd(
-                X, Y_out, code, W, b, lambda_=lam, epochs=epochs,
-                t0=self.t0, bias_scale=self.bias_scale, skip=self.skip, use_W=use_W,
-                random_state=seed_fit + j, callback=callback if record else None,
-                objective=objective)
+                X, Y_out, code, W, b,
+                SGDOptions(lambda_=lam, epochs=epochs, t0=self.t0, bias_scale=self.bias_scale,
+                           skip=self.skip, use_W=use_W, random_state=seed_fit + j),
+                Monitor(objective, callback if record else None))
             timings["train"] += time.perf_counter() - t
             runs.append(run)
             if use_W:
@@ -383,7 +390,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     def _history(self, F_train, Y, y_idx, reg, test):
         history = []
         for e in range(F_train.shape[0]):
-            hinge = float(np.maximum(0.0, 1.0 - Y * F_train[e]).sum(axis=1).mean())
+            hinge = float(ova_hinge(Y, F_train[e]).mean())
             entry = {"epoch": e + 1, "objective": float(reg[e]) + hinge, "train_hinge": hinge,
                      "train_accuracy": float(np.mean(_index_from_scores(F_train[e]) == y_idx))}
             if test is not None:

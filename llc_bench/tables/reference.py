@@ -59,19 +59,6 @@ def table_values(paper: str, table: str) -> dict[tuple[str, str, str], PaperValu
     return out
 
 
-def table_methods(paper: str, table: str) -> list[str]:
-    """The paper's method names in one table, in order of first appearance."""
-    return list(dict.fromkeys(m for (_, m, _) in table_values(paper, table)))
-
-
-def table_datasets(paper: str, table: str) -> list[str]:
-    return list(dict.fromkeys(d for (d, _, _) in table_values(paper, table)))
-
-
-def table_metrics(paper: str, table: str) -> list[str]:
-    return list(dict.fromkeys(k for (_, _, k) in table_values(paper, table)))
-
-
 def table_ids() -> list[tuple[str, str]]:
     frame = paper_results()
     return list(dict.fromkeys(zip(frame["paper"], frame["table"], strict=True)))

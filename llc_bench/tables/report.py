@@ -15,7 +15,7 @@ import html
 import re
 from pathlib import Path
 
-from llc_bench.experiment.results import atomic_write_text
+from llc_bench.files import atomic_write_text
 
 VERDICT_CLASSES = {"✓": "within", "▲": "better", "▼": "worse"}
 STYLE = """

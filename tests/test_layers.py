@@ -1,0 +1,112 @@
+"""The layer rules, read from the source (docs/architecture.md): every import of every
+module of ``llc_bench``, function-local ones included, as an edge between modules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "llc_bench"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, modules) -> set[str]:
+    """The ``llc_bench`` modules that ``name`` imports anywhere in its body."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # ``from pkg import sub`` imports the submodule ``pkg.sub``
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                       for a in node.names]
+        else:
+            continue
+        out.update(t for t in targets if t in modules and t != name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _cycles(graph) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _crossing(graph, layer: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, targets in graph.items()
+                  if a == layer or a.startswith(layer + ".")
+                  for b in targets if b.startswith(forbidden))
+
+
+def test_the_scan_sees_function_local_imports(graph):
+    assert "llc_bench.data.load" in graph and graph["llc_bench.models.llsvm"]
+    assert any(b.startswith("llc_bench.models") for b in graph["llc_bench.experiment.runner"])
+
+
+def test_no_module_imports_itself_back_through_others(graph):
+    assert _cycles(graph) == []
+
+
+def test_data_imports_nothing_from_the_layers_above_it(graph):
+    above = ("llc_bench.experiment", "llc_bench.models", "llc_bench.tables",
+             "llc_bench.coding", "llc_bench.cli")
+    assert _crossing(graph, "llc_bench.data", above) == []
+
+
+def test_models_and_codings_see_rows_only_through_the_row_protocol(graph):
+    assert _crossing(graph, "llc_bench.models", ("llc_bench.data.stream",)) == []
+    assert _crossing(graph, "llc_bench.coding", ("llc_bench.data.stream",)) == []
+
+
+def test_lower_layers_do_not_import_upper_ones(graph):
+    assert _crossing(graph, "llc_bench.models", ("llc_bench.experiment", "llc_bench.tables",
+                                                 "llc_bench.cli")) == []
+    assert _crossing(graph, "llc_bench.coding", ("llc_bench.models", "llc_bench.experiment",
+                                                 "llc_bench.tables", "llc_bench.cli")) == []
+    assert _crossing(graph, "llc_bench.experiment", ("llc_bench.tables", "llc_bench.cli")) == []
