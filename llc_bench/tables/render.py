@@ -311,7 +311,8 @@ def summary_record(result: TableResult) -> dict:
     for cell in result.cells.values():
         if cell.mean is None and cell.paper_value is not None:
             kind = reason_kind(cell.status) if cell.status != RUN else (
-                "run failed" if cell.reason.startswith("run failed") else "not run yet")
+                "run failed" if cell.reason.startswith("run failed") else
+                "not in profile" if cell.reason.startswith("not in the ") else "not run yet")
             reasons[kind] = reasons.get(kind, 0) + 1
     return {"table": result.spec.name, "title": result.spec.title,
             "profile": result.plan.profile.name, **counts, "unreachable": reasons,
