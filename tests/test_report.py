@@ -211,7 +211,8 @@ def test_contents_back_links_folded_runs_and_linked_notes(tmp_path):
     assert {"top", "summary", "figures", "fig-f1", "t1", "t2"} <= page.ids
     assert page.top_links == 4                      # summary, figures, two tables
     # the runs' hash lists and the methods are folded, the result tables are open
-    assert sorted(page.summaries) == ["Methods: 1 rows", "Methods: 1 rows",
+    assert sorted(page.summaries) == ["Methods: the paper's 1 methods and how each is run here",
+                                      "Methods: the paper's 1 methods and how each is run here",
                                       "Runs: 2 settings, 3 run records (config hashes)",
                                       "Runs: 2 settings, 3 run records (config hashes)"]
     assert all("config hashes" in t for t in page.tables_in_details if "hashes" in t)

@@ -168,6 +168,8 @@ def _folded_summary(heading: str, text: str) -> str:
         hashes = sum(len(re.findall(r"\b[0-9a-f]{16}\b", line.rsplit("|", 2)[-2]))
                      for line in text.splitlines()[1:] if line.startswith("|"))
         return f"Runs: {rows} settings, {hashes} run records (config hashes)"
+    if heading == "Methods":
+        return f"Methods: the paper's {rows} methods and how each is run here"
     return f"{heading}: {rows} rows"
 
 
