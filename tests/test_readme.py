@@ -140,3 +140,22 @@ def test_every_llc_bench_subcommand_in_the_readme_exists():
     listed = set(re.findall(r"^  (\w+) ", USAGE, re.M))
     assert used and used <= listed, used - listed
     assert os.path.exists(REPO / "Makefile")
+
+
+def test_the_readme_s_counts_are_those_of_the_committed_summary():
+    """The README's table of what the committed build reproduces is results/tables/README.md's
+    (compared, within, better, worse, paper only), and so is its all-tables line."""
+    summary = (REPO / "results" / "tables" / "README.md").read_text()
+    ours, theirs = {}, {}
+    for line in summary.splitlines():
+        m = re.match(r"\| \[.+?\]\((\w+)\.md\)\s*\|(.*)", line)
+        if m:
+            cells = [c.strip() for c in m.group(2).split("|")]
+            theirs[m.group(1)] = [*cells[:4], cells[5].split()[0]]
+    for line in README.splitlines():
+        m = re.match(r"\| \[.+?\]\(results/tables/(\w+)\.md\) \|(.*)\|$", line)
+        if m:
+            ours[m.group(1)] = [c.strip() for c in m.group(2).split("|")]
+    assert ours and ours == theirs
+    total = r"All tables: \d+ cells compared, \d+ within, \d+ better, \d+ worse \(\d+ of the worse"
+    assert re.search(total, summary).group(0) == re.search(total, README).group(0)
