@@ -6,12 +6,13 @@ selection, the calibration, the predictions; numba compilation left out).  When 
 planned run trains on fewer rows (``dataset.max_train``: the quick profile) the fit's part
 is scaled down, linearly (quadratically for the kernel SVM, whose SMO fit and CV grow about
 as the square of the rows); loading reads the whole file whatever the cap, so that part is
-not.  A (model,
-dataset) no store has seen has no estimate and is counted apart, never guessed.
+not.  A (model, dataset) no store has seen has no estimate and is counted apart, never
+guessed.
 
 Each ``llc-bench run -m`` process a build launches also costs its start (Python and the
-libraries imported, the numba cache, Hydra's composition): ``LAUNCH_SECONDS``, measured by
-``scripts/bench_tables_quick.py`` on a 2-core machine (2-3 s between two launches' runs).
+libraries imported, the numba cache, Hydra's composition): ``LAUNCH_SECONDS``, between the
+2 s of CPU one start takes and the 4-5 s measured between two launches' runs on a loaded
+2-core machine (``scripts/bench_tables_quick.py``).
 """
 
 from __future__ import annotations

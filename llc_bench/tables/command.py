@@ -11,8 +11,14 @@ from llc_bench import progress
 from llc_bench.errors import ConfigError, ResultsError, did_you_mean
 from llc_bench.experiment.costs import CostModel, build_seconds, describe
 from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
-from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Executor
-from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
+from llc_bench.tables.execute import (
+    LAUNCHERS,
+    LOCAL_LAUNCHERS,
+    ExecReport,
+    Executor,
+    group_runs,
+)
+from llc_bench.tables.spec import RUN, list_tables, load_profile, load_table, tables_config
 
 #: the committed store of a checkout: estimates for a fresh --results-dir
 COMMITTED = Path(__file__).resolve().parents[2] / "results"
@@ -29,7 +35,7 @@ def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:
     going = {r.hash for r in todo}
     reasons: dict[str, int] = {}
     for cell in plan.cells.values():
-        if cell.left_out and cell.status == "run":  # a row the profile leaves out: not planned
+        if cell.left_out and cell.status == RUN:  # a row the profile leaves out: not planned
             reasons[cell.left_out] = reasons.get(cell.left_out, 0) + cell.seeds
         for run in cell.runs:
             if run.cached or run.hash in going:
@@ -173,8 +179,6 @@ def tables_command(argv: list[str], echo=print) -> dict:
     store = ResultsStore(args.results_dir)
     stats: dict = {}
     costs = None
-    from llc_bench.tables.execute import group_runs
-
     began = time.perf_counter()
     counted: set[str] = set()  # runs an earlier table of this build runs
     total = [0.0, 0, 0, 0]     # estimated seconds, runs without an estimate, runs, launches
