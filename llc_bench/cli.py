@@ -263,7 +263,8 @@ def run_command(argv: list[str]) -> None:
     """`llc-bench run [-m] [overrides]`: Hydra's errors are raised to ``main`` (not printed
     by Hydra); a sweep with failed jobs lists them and exits 1."""
     check_choices(argv)
-    if "-m" in argv or "--multirun" in argv:
+    if ("-m" in argv or "--multirun" in argv) and not os.environ.get(
+            "LLC_BENCH_NO_SWEEP_ESTIMATE"):  # set by `llc-bench tables`, which estimated
         try:
             estimate = sweep_estimate(argv)
         except Exception:  # an estimate is a courtesy: the sweep itself reports errors

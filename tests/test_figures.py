@@ -70,3 +70,108 @@ def test_pareto_peer_points_are_read_when_measured(tmp_path):
     path = tmp_path / "peer.json"
     path.write_text('{"usps": {"train_seconds": 1.9, "accuracy": 73.5}}')
     assert _peer_points(path)["usps"]["accuracy"] == 73.5
+
+
+# -- layout and legends, drawn from made-up records (no mirror, nothing trained) -------------
+
+class _Planner:
+    """Plans one run per call; the run is its overrides (the fake store reads them)."""
+
+    def plan_runs(self, preset, dataset, seeds, overrides):
+        return [(preset, dataset, seed, tuple(sorted(overrides.items())))
+                for seed in range(seeds)]
+
+
+def _builder(tmp_path, monkeypatch, record_of):
+    from llc_bench.tables.figures import FigureBuilder
+    from llc_bench.tables.spec import Profile
+
+    builder = FigureBuilder(Profile("full", "", 1), tmp_path, executor=None,
+                            results_dir=tmp_path, run=False, planner=_Planner())
+    monkeypatch.setattr(builder, "_datasets", lambda spec, skipped: list(spec["datasets"]))
+    monkeypatch.setattr(builder, "_records", lambda runs, name: {
+        key: [record_of(run) for run in plan] for key, plan in runs.items()})
+    return builder
+
+
+def _boxes_apart(fig, first, second) -> bool:
+    """True when the rendered boxes of two artists do not overlap."""
+    renderer = fig.canvas.get_renderer()
+    a, b = first.get_window_extent(renderer), second.get_window_extent(renderer)
+    return not a.overlaps(b)
+
+
+def test_history_twin_axes_get_their_own_colour_and_stay_clear_of_the_next_panel(
+        tmp_path, monkeypatch):
+    history = [{"epoch": e, "objective": 0.04 - 0.001 * e, "test_accuracy": 0.98 + 0.001 * e}
+               for e in range(11)]
+    builder = _builder(tmp_path, monkeypatch, lambda run: {"history": history})
+    spec = {"datasets": ["ijcnn", "usps"], "models": {"sapl": {"label": "LLC-SAPL"}},
+            "series": [{"key": "objective", "label": "objective"},
+                       {"key": "test_accuracy", "label": "test accuracy (%)", "scale": 100,
+                        "right": True}]}
+    fig = builder.history("sapl_fig3", spec, [])
+    fig.suptitle("LLC-SAPL Fig. 3: objective and test accuracy per epoch")
+    fig.canvas.draw()
+    left, twin = fig.axes[0], fig.axes[2]  # panel 1, panel 2, then panel 1's twin
+    assert twin.get_shared_x_axes().joined(left, twin)
+    (objective,), (accuracy,) = left.get_lines(), twin.get_lines()
+    assert objective.get_color() != accuracy.get_color()
+    assert left.yaxis.label.get_color() == objective.get_color()
+    assert twin.yaxis.label.get_color() == accuracy.get_color()
+    # the twin's label and ticks end before the next panel's y label begins
+    assert _boxes_apart(fig, twin.yaxis.label, fig.axes[1].yaxis.label)
+    renderer = fig.canvas.get_renderer()
+    twin_right = max(t.get_window_extent(renderer).x1 for t in twin.get_yticklabels()
+                     if t.get_text())
+    assert twin_right < fig.axes[1].yaxis.label.get_window_extent(renderer).x0
+    assert _boxes_apart(fig, fig._suptitle, left.title)
+
+
+def test_history_panels_labels_do_not_collide(tmp_path, monkeypatch):
+    history = [{"iteration": i, "test_error": 0.2 / i} for i in range(1, 31)]
+    builder = _builder(tmp_path, monkeypatch, lambda run: {"history": history})
+    spec = {"datasets": ["usps", "letter", "mnist"], "x": "iteration",
+            "models": {"ml3": {"label": "ML3"}},
+            "series": [{"key": "test_error", "label": "test error (%)", "scale": 100}]}
+    fig = builder.history("ml3_fig2_iter", spec, [])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax, right in zip(fig.axes, fig.axes[1:], strict=False):
+        assert ax.get_window_extent(renderer).x1 < \
+            right.yaxis.label.get_window_extent(renderer).x0
+
+
+@pytest.mark.parametrize("seeds, caption", [(3, "mean over 3 seeds; error bars: ± 1 std"),
+                                            (1, "one seed per point")])
+def test_vs_param_says_what_its_error_bars_are(tmp_path, monkeypatch, seeds, caption):
+    def record(run):
+        preset, dataset, seed, overrides = run
+        return {"metrics": {"test_accuracy": 0.9 + 0.001 * seed}}
+
+    builder = _builder(tmp_path, monkeypatch, record)
+    spec = {"datasets": ["banana"], "models": {"llsvm": {"label": "LL-SVM"}},
+            "metric": "accuracy", "seeds": seeds,
+            "x": {"key": "coding.n_anchors", "label": "m", "values": [2, 10, 40]}}
+    fig = builder.vs_param("sapl_fig2", spec, [])
+    assert fig.axes[0].get_legend().get_title().get_text() == caption
+
+
+def test_vs_param_log_axis_ticks_every_value_and_labels_those_with_room(tmp_path, monkeypatch):
+    builder = _builder(tmp_path, monkeypatch,
+                       lambda run: {"metrics": {"test_accuracy": 0.95}})
+    values = [1.0, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0]
+    spec = {"datasets": ["usps"], "models": {"ml3": {"label": "ML3"}}, "metric": "error",
+            "x": {"key": "trainer.p", "label": "p", "scale": "log", "values": values},
+            "series": {"key": "trainer.n_models", "label": "m", "values": [10, 50]}}
+    fig = builder.vs_param("ml3_fig2_p", spec, [])
+    fig.suptitle("ML3 Fig. 2 (top left): USPS test error vs p")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert list(ax.get_xticks()) == values
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["1", "", "1.5", "2", "3", "5", "10"]
+    shown = [t for t in ax.get_xticklabels() if t.get_text()]
+    assert all(_boxes_apart(fig, a, b) for a, b in zip(shown, shown[1:], strict=False))
+    assert _boxes_apart(fig, fig._suptitle, ax.title)

@@ -110,3 +110,19 @@ def test_a_sweep_says_what_it_will_cost_before_it_starts(tmp_path, capsys):
     code, out, _ = llc(capsys, "run", "-m", "model=linear", "seed=0", *where)
     assert code == 0 and "llc-bench: sweep: 1 runs, 1 in the store, nothing to run" in out
     assert sweep_estimate(["-m", "model=llsvm", "+search=llsvm", *where]) is None
+
+
+def test_runs_launched_by_tables_do_not_estimate_their_sweep_again(tmp_path, capsys,
+                                                                   monkeypatch):
+    """`llc-bench tables` prints one estimate for its runs; each `llc-bench run -m` it launches
+    would otherwise read every record of the store again (seconds per launch)."""
+    from conftest import llc
+
+    from llc_bench.tables.execute import NO_SWEEP_ESTIMATE, Executor
+
+    assert Executor(tmp_path / "store").env[NO_SWEEP_ESTIMATE] == "1"
+    where = [f"results_dir={tmp_path / 'store'}", f"data.home={tmp_path / 'home'}",
+             f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false", "progress=off"]
+    monkeypatch.setenv(NO_SWEEP_ESTIMATE, "1")
+    code, out, _ = llc(capsys, "run", "-m", "model=linear", "trainer.C=1.0", *where)
+    assert code == 0 and "test acc" in out and "llc-bench: sweep:" not in out

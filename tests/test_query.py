@@ -161,8 +161,8 @@ def test_fresh_run_prints_data_model_phases_record(tmp_path, capsys):
 
 
 def test_costs_are_estimated_from_the_store_s_records(tmp_path):
-    """The median time of one run of the same model on the same dataset, scaled down to a
-    subsampled run's rows; a pair never run has no estimate."""
+    """The median time of one run of the same model on the same dataset, its fit scaled
+    down to a subsampled run's rows; a pair never run has no estimate."""
     from llc_bench.experiment.costs import CostModel, describe
 
     store = ResultsStore(tmp_path / "results")
@@ -175,11 +175,19 @@ def test_costs_are_estimated_from_the_store_s_records(tmp_path):
         store.save(record)
     costs = CostModel(tmp_path / "results", fallbacks=[tmp_path / "nothing"])
     assert costs.seconds("llsvm", "banana") == pytest.approx(1.0 + 20.0 - 0.5 + 0.5 + 2.0)
-    assert costs.seconds("llsvm", "banana", rows=250) == pytest.approx(23.0 / 4)
+    # loading and the predictions read the whole data, the fit scales with the rows
+    assert costs.seconds("llsvm", "banana", rows=250) == pytest.approx(1.5 + 21.5 / 4)
     assert costs.seconds("llsvm", "banana", rows=5000) == pytest.approx(23.0)  # not scaled up
     assert costs.seconds("linear", "banana") is None
     total, unknown = costs.total([("llsvm", "banana"), ("llsvm", "banana", 500),
                                   ("kernel", "usps")])
-    assert total == pytest.approx(23.0 * 1.5) and unknown == 1
-    assert describe(total, unknown) == "~34 s + 1 run without an estimate"
+    assert total == pytest.approx(23.0 + 1.5 + 21.5 / 2) and unknown == 1
+    assert describe(total, unknown) == "~35 s + 1 run without an estimate"
     assert describe(3 * 3600) == "~3.0 h" and describe(600) == "~10 min"
+    for seed in range(3):  # a kernel SVM's fit falls as the square of its rows
+        record = _record("banana", "kernel", seed, 0.9)
+        record["timings"] = {"load": 1.0, "train_total": 40.0}
+        record["data"]["n_train"] = 1000
+        store.save(record)
+    costs = CostModel(tmp_path / "results")
+    assert costs.seconds("kernel", "banana", rows=500) == pytest.approx(1.0 + 40.0 / 4)

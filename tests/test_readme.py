@@ -6,7 +6,7 @@ import os
 import re
 
 import pytest
-from conftest import REPO, llc
+from conftest import MIRROR, REPO, llc
 
 README = (REPO / "README.md").read_text()
 BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.S)
@@ -44,13 +44,93 @@ def test_the_quick_start_output_is_a_real_run(tmp_path, capsys):
             assert re.sub(r"\d+\.\d+ s", "# s", line) in re.sub(r"\d+\.\d+ s", "# s", out)
 
 
-@pytest.mark.parametrize("command", ["llc-bench run --cfg job", "llc-bench run --help",
-                                     "llc-bench models llsvm"])
+def _shell_commands() -> list[str]:
+    """Every command of the README's bash blocks, continuation lines joined, comments cut."""
+    out = []
+    for lang, body in BLOCKS:
+        if lang != "bash":
+            continue
+        for command in re.sub(r"\\\n\s*", "", body).splitlines():
+            command = re.sub(r"\s+#.*$", "", command).strip()
+            if command:
+                out.append(command)
+    return out
+
+
+#: README commands a test runs (cheap: seconds, offline); each runs in a scratch directory
+CHEAP = ("llc-bench run --cfg job", "llc-bench run --help", "llc-bench models llsvm",
+         "llc-bench tables --list")
+#: commands that read the scratch store `make run` fills (the test fills it first)
+AFTER_MAKE_RUN = (
+    "llc-bench results --dataset banana --model llsvm --columns trainer.lambda_,trainer.t0",
+    'llc-bench results --where trainer.lambda_=1e-5 --where "test_accuracy>0.95"',
+    "llc-bench results --model sapl --csv sapl.csv")
+#: cheap with the dataset mirror: one LIBLINEAR fit at a fixed C
+WITH_MIRROR = ("llc-bench run dataset=magic04 model=linear trainer.C=1.0",)
+#: the others, by how they begin, and why no test runs them here
+EXPENSIVE = {
+    "make ": "builds a virtualenv or runs the suite, tables or figures (`make run`'s runs "
+             "are the quick-start test above and tests/test_first_hour.py's clone)",
+    "ray ": "starts or stops a Ray cluster",
+    "python scripts/write_tuned.py": "needs an Optuna study of the sweep above",
+    "llc-bench run -m": "a sweep: minutes to hours (its estimate: tests/test_first_hour.py)",
+    "llc-bench run dataset=ijcnn": "CV over 50,000 rows (about a minute)",
+    "llc-bench run dataset=banana model=kernel": "RBF grid CV (tens of seconds)",
+    "llc-bench run dataset=file": "needs the reader's own files",
+    "llc-bench predict": "needs the model file of the example before it",
+    "llc-bench tune": "a selection of 30-60 trials (minutes)",
+    "llc-bench tables --table": "builds a table (tests/test_tables.py builds two quick cells)",
+    "llc-bench tables --launcher": "a SLURM cluster",
+    "llc-bench tables --dry-run": "plans every table of the full profile (about a minute)",
+}
+
+
+def test_every_shell_command_of_the_readme_is_run_or_marked_expensive():
+    commands = _shell_commands()
+    assert len(commands) > 30
+    unmarked = [c for c in commands if c not in CHEAP + AFTER_MAKE_RUN + WITH_MIRROR
+                and not any(c.startswith(prefix) for prefix in EXPENSIVE)]
+    assert not unmarked, f"README commands neither run by a test nor marked expensive: {unmarked}"
+    missing = [c for c in CHEAP + AFTER_MAKE_RUN + WITH_MIRROR if c not in README]
+    assert not missing, f"commands tested here that the README no longer shows: {missing}"
+
+
+@pytest.mark.parametrize("command", CHEAP)
 def test_cheap_commands_of_the_readme_run(command, capsys, tmp_path, monkeypatch):
-    assert command in README
     monkeypatch.chdir(tmp_path)
     code, out, err = llc(capsys, *command.split()[1:])
     assert code == 0 and out, err
+
+
+def test_the_results_examples_run_on_the_store_make_run_fills(capsys, tmp_path, monkeypatch):
+    """`make run` writes results-scratch/; the README's `llc-bench results` lines read it."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    code, _, err = llc(capsys, "run", "-m", "model=linear,llsvm", "data.download=false",
+                       f"data.home={tmp_path / 'home'}", f"data.mirrors=[{REPO / 'datasets'}]",
+                       "progress=off")
+    assert code == 0, err
+    assert (tmp_path / "results-scratch" / "runs").is_dir()
+    for command in AFTER_MAKE_RUN:
+        code, out, err = llc(capsys, *shlex.split(command)[1:])
+        assert code == 0, (command, err)
+        if "--csv" in command:
+            assert (tmp_path / "sapl.csv").is_file()  # no sapl records: the header alone
+        elif "--where" in command:  # banana stays below 95 %
+            assert out.strip() == "no records match", out
+        else:
+            assert "banana" in out and "llsvm" in out, (command, out)
+
+
+@pytest.mark.skipif(MIRROR is None, reason="real-data test: no dataset mirror")
+@pytest.mark.parametrize("command", WITH_MIRROR)
+def test_the_readme_runs_that_need_the_mirror(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = llc(capsys, *command.split()[1:], f"data.mirrors=[{MIRROR}]",
+                         "data.download=false", "progress=off")
+    assert code == 0, err
+    assert re.search(r"^magic04 \| linear \| seed 0 \| test acc ", out, re.M), out
 
 
 def test_every_llc_bench_subcommand_in_the_readme_exists():
@@ -81,3 +161,22 @@ def test_the_keep_and_apply_sample_is_a_real_run(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "preds.csv").read_text().splitlines()[:3] == preds.splitlines()
     exec(compile(python, "README.md", "exec"), {})  # noqa: S102
     assert capsys.readouterr().out.splitlines() == shown.splitlines()
+
+
+def test_the_readme_s_counts_are_those_of_the_committed_summary():
+    """The README's table of what the committed build reproduces is results/tables/README.md's
+    (compared, within, better, worse, paper only), and so is its all-tables line."""
+    summary = (REPO / "results" / "tables" / "README.md").read_text()
+    ours, theirs = {}, {}
+    for line in summary.splitlines():
+        m = re.match(r"\| \[.+?\]\((\w+)\.md\)\s*\|(.*)", line)
+        if m:
+            cells = [c.strip() for c in m.group(2).split("|")]
+            theirs[m.group(1)] = [*cells[:4], cells[5].split()[0]]
+    for line in README.splitlines():
+        m = re.match(r"\| \[.+?\]\(results/tables/(\w+)\.md\) \|(.*)\|$", line)
+        if m:
+            ours[m.group(1)] = [c.strip() for c in m.group(2).split("|")]
+    assert ours and ours == theirs
+    total = r"All tables: \d+ cells compared, \d+ within, \d+ better, \d+ worse \(\d+ of the worse"
+    assert re.search(total, summary).group(0) == re.search(total, README).group(0)

@@ -134,3 +134,119 @@ def test_tables_run_bar_counts_result_lines(capsys, monkeypatch):
         err = capsys.readouterr().err
         assert ("0/2" in err and "[t] runs" in err) if mode == "on" else err == ""
     progress.configure(None)
+
+
+class Structure(HTMLParser):
+    """Ids, links, the <details> a table or text sits in, and the contents' links."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.ids, self.links, self.nav_links, self.top_links = set(), [], [], 0
+        self.tables_in_details, self.tables_open, self.summaries = [], [], []
+        self._details, self._nav, self._table, self._summary = 0, 0, None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "details":
+            self._details += 1
+        elif tag == "nav":
+            self._nav += 1
+        elif tag == "summary":
+            self._summary = ""
+        elif tag == "a":
+            self.links.append(attrs["href"])
+            if self._nav:
+                self.nav_links.append(attrs["href"])
+            if attrs.get("class") == "top":
+                self.top_links += 1
+        elif tag == "table":
+            self._table = ["", self._details > 0]
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._details -= 1
+        elif tag == "nav":
+            self._nav -= 1
+        elif tag == "summary":
+            self.summaries.append(self._summary)
+            self._summary = None
+        elif tag == "table" and self._table is not None:
+            text, folded = self._table
+            (self.tables_in_details if folded else self.tables_open).append(text)
+            self._table = None
+
+    def handle_data(self, data):
+        if self._table is not None:
+            self._table[0] += data
+        if self._summary is not None:
+            self._summary += data
+
+
+def _table_md(name, notes):
+    rows = "\n".join(f"| d{i} | 1.0 / 2.0 [{k}] (+1.0 ▲) |" for i, k in enumerate(notes))
+    return (f"# {name} title\n\nSource: x.\n\n## test accuracy (%)\n\n| dataset | A |\n|:--|:--|\n"
+            f"{rows}\n\n## Notes\n\n" + "".join(f"- [{k}] note {k}\n" for k in notes)
+            + "\n## Methods\n\n| paper method | ours |\n|:--|:--|\n| A | `model=a` |\n\n"
+            "## Runs\n\nEvery run is ...\n\n| dataset | method | config hashes |\n|:--|:--|:--|\n"
+            "| d0 | a | 0123456789abcdef fedcba9876543210 |\n| d1 | a | 00112233445566aa |\n\n"
+            "## Summary\n\n1 cells compared.\n")
+
+
+def test_contents_back_links_folded_runs_and_linked_notes(tmp_path):
+    tables, figures = tmp_path / "tables", tmp_path / "figures"
+    tables.mkdir()
+    figures.mkdir()
+    (tables / "README.md").write_text("# Paper tables\n\n| table |\n|:--|\n| [one](t1.md) |\n")
+    (tables / "t1.md").write_text(_table_md("T one", ["a", "b"]))
+    (tables / "t2.md").write_text(_table_md("T two", ["a"]))
+    (figures / "f1.png").write_bytes(PNG)
+    path = write_report(tables, figures, tmp_path / "report.html",
+                        figure_titles={"f1": "Fig. 1: something"})
+    page = Structure(path.read_text())
+    # a table of contents: the summary, the figures (each one), every table by its title
+    assert page.nav_links == ["#summary", "#figures", "#fig-f1", "#t1", "#t2"]
+    assert {"top", "summary", "figures", "fig-f1", "t1", "t2"} <= page.ids
+    assert page.top_links == 4                      # summary, figures, two tables
+    # the runs' hash lists and the methods are folded, the result tables are open
+    assert sorted(page.summaries) == ["Methods: the paper's 1 methods and how each is run here",
+                                      "Methods: the paper's 1 methods and how each is run here",
+                                      "Runs: 2 settings, 3 run records (config hashes)",
+                                      "Runs: 2 settings, 3 run records (config hashes)"]
+    assert all("config hashes" in t for t in page.tables_in_details if "hashes" in t)
+    assert not any("0123456789abcdef" in t for t in page.tables_open)
+    assert sum("test accuracy" in t or "1.0 / 2.0" in t for t in page.tables_open) == 2
+    # each table's footnote keys link to that table's notes
+    assert {"t1-note-a", "t1-note-b", "t2-note-a"} <= page.ids
+    assert {"#t1-note-a", "#t1-note-b", "#t2-note-a"} <= set(page.links)
+
+
+def test_the_committed_report_is_navigable_and_folds_its_hash_lists():
+    path = RESULTS / "report.html"
+    if not path.is_file():
+        pytest.skip("no committed report")
+    page = Structure(path.read_text())
+    tables = {p.stem for p in (RESULTS / "tables").glob("*.md") if p.name != "README.md"}
+    figures = {f"fig-{p.stem}" for p in (RESULTS / "figures").glob("*.png")}
+    assert {f"#{n}" for n in tables | figures | {"summary", "figures"}} <= set(page.nav_links)
+    assert page.top_links >= len(tables) + 2
+    assert any("config hashes" in t for t in page.tables_in_details)
+    assert not any("config hashes" in t for t in page.tables_open)
+    links = [h[1:] for h in page.links if h.startswith("#") and "-note-" in h]
+    assert links and set(links) <= page.ids         # every footnote key lands on its note
+
+
+def test_the_committed_tables_list_each_note_once():
+    """A note shared by several cells (the skin data note, a grid edge) is one footnote that
+    those cells cite, never repeated inside a longer note."""
+    import re
+
+    for md in (RESULTS / "tables").glob("*.md"):
+        notes = re.findall(r"^- \[[a-z]+\] (.*)$", md.read_text(), flags=re.M)
+        assert len(notes) == len(set(notes)), md.name
+        for a in notes:
+            for b in notes:
+                assert a == b or not (a.startswith(b + "; ") or f"; {b}" in a), \
+                    (md.name, b[:80], a[:80])

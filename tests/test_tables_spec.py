@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 from importlib import resources
 
 import pytest
 
+from llc_bench.errors import ConfigError
 from llc_bench.tables.execute import group_runs, launcher_overrides
 from llc_bench.tables.plan import RunPlan, hydra_value
 from llc_bench.tables.reference import paper_results, table_ids, table_values
@@ -165,3 +167,54 @@ def test_sapl_tables_2_and_3_read_the_same_runs():
             s2, s3 = t2.settings(dataset, method), t3.settings(dataset, method)
             assert (s2.seeds, s2.overrides, s2.dataset_config) == (
                 s3.seeds, s3.overrides, s3.dataset_config), (dataset, method)
+
+
+def test_the_quick_profile_runs_one_row_of_each_table_it_builds():
+    quick = load_profile("quick")
+    assert quick.datasets and set(quick.datasets) <= set(list_tables())
+    for table, rows in quick.datasets.items():
+        assert len(rows) <= 1, (table, rows)
+        spec = load_table(table)
+        for row in rows:
+            assert quick.runs_row(table, row, spec.datasets[row])
+        left = [d for d in spec.datasets if d not in rows]
+        assert all(not quick.runs_row(table, d, spec.datasets[d]) for d in left)
+    assert load_profile("full").runs_row("sapl_table2", "mnist8m", "infimnist")
+    assert "profiles.quick.datasets.occ_table2" in quick.left_out("occ_table2")
+
+
+@pytest.mark.parametrize("datasets, message", [
+    ({"sapl_tabel2": ["banana"]}, "no such table (did you mean sapl_table2"),
+    ({"sapl_table2": ["bananas"]}, "'bananas' is not a row of the table (did you mean banana"),
+    (["banana"], "datasets must map a table to its rows"),
+])
+def test_a_profile_s_rows_name_tables_and_their_rows(monkeypatch, datasets, message):
+    import llc_bench.tables.spec as spec_module
+
+    config = spec_module.tables_config()
+    profiles = {**config["profiles"], "quick": {**config["profiles"]["quick"],
+                                                "datasets": datasets}}
+    monkeypatch.setattr(spec_module, "tables_config", lambda: {**config, "profiles": profiles})
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_profile("quick")
+
+
+def test_rows_a_profile_leaves_out_are_not_composed_and_say_why(tmp_path):
+    from llc_bench.tables.aggregate import aggregate
+    from llc_bench.tables.command import _not_run
+    from llc_bench.tables.plan import Composer, Planner
+    from llc_bench.tables.spec import Profile
+
+    profile = Profile("quick", "", 1, overrides={"dataset.max_train": 100},
+                      datasets={"llsvm_table2": ["usps"]})
+    with Composer() as composer:
+        plan = Planner(tmp_path, profile, composer=composer).plan(load_table("llsvm_table2"))
+    usps = [c for (d, _), c in plan.cells.items() if d == "usps" and c.status == "run"]
+    letter = [c for (d, _), c in plan.cells.items() if d == "letter" and c.status == "run"]
+    assert usps and all(c.runs and not c.left_out for c in usps)
+    assert letter and all(not c.runs and c.left_out for c in letter)
+    reason = profile.left_out("llsvm_table2")
+    assert _not_run(plan, plan.to_execute(allow_offline=True), True)[reason] == len(letter)
+    result = aggregate(plan)
+    assert all(c.reason == reason for c in result.cells.values()
+               if c.dataset == "letter" and c.status == "run")

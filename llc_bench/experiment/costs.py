@@ -2,10 +2,17 @@
 
 A run's cost is read from the records of the same model preset on the same dataset: the
 median of their time of one run (loading, preprocessing, the fit with its CV and
-selection, the calibration, the predictions; numba compilation left out), scaled down
-linearly when the planned run trains on fewer rows (``dataset.max_train``: the quick
-profile; a kernel SVM's cost falls faster than that, so its estimate is high).  A (model,
-dataset) no store has seen has no estimate and is counted apart, never guessed.
+selection, the calibration, the predictions; numba compilation left out).  When the
+planned run trains on fewer rows (``dataset.max_train``: the quick profile) the fit's part
+is scaled down, linearly (quadratically for the kernel SVM, whose SMO fit and CV grow about
+as the square of the rows); loading reads the whole file whatever the cap, so that part is
+not.  A (model, dataset) no store has seen has no estimate and is counted apart, never
+guessed.
+
+Each ``llc-bench run -m`` process a build launches also costs its start (Python and the
+libraries imported, the numba cache, Hydra's composition): ``LAUNCH_SECONDS``, between the
+2 s of CPU one start takes and the 4-5 s measured between two launches' runs on a loaded
+2-core machine (``scripts/bench_tables_quick.py``).
 """
 
 from __future__ import annotations
@@ -13,13 +20,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-PARTS = ("timings.load", "timings.preprocess", "timings.train_total", "timings.tune",
-         "timings.calibration", "timings.test_total")
-COMPILED = ("timings.jit_compile_train", "timings.jit_compile_test")
+#: the parts of a run's time that do not depend on its training rows, and those that do
+FIXED = ("timings.load", "timings.preprocess", "timings.test_total")
+SCALED = ("timings.train_total", "timings.tune", "timings.calibration")
+PARTS = FIXED + SCALED
+COMPILED = {"timings.jit_compile_test": FIXED, "timings.jit_compile_train": SCALED}
+#: how a model's fit grows with its training rows (the exponent), where not linearly
+GROWTH = {"kernel": 2.0}
+#: seconds of one `llc-bench run -m` process's start, before and after its runs
+LAUNCH_SECONDS = 3.0
 
 
 def _medians(results_dir) -> dict:
-    """{(model, dataset): median seconds of one run} of a results store."""
+    """{(model, dataset): (median fixed seconds, median scaled seconds, median training
+    rows)} of a results store."""
     from llc_bench.errors import LLCBenchError
     from llc_bench.experiment.query import records_frame
 
@@ -31,13 +45,16 @@ def _medians(results_dir) -> dict:
         return {}
     if frame.empty:
         return {}
-    total = frame[[c for c in PARTS if c in frame]].fillna(0.0).sum(axis=1)
-    for column in (c for c in COMPILED if c in frame):
-        total = total - frame[column].fillna(0.0)
-    frame = frame.assign(_seconds=total.clip(lower=0.0))
-    groups = frame.groupby(["model", "dataset"])
-    return {key: (seconds, rows) for (key, seconds), rows in
-            zip(groups["_seconds"].median().items(), groups["n_train"].median(), strict=True)}
+    parts = {}
+    for name, columns in (("_fixed", FIXED), ("_scaled", SCALED)):
+        seconds = frame[[c for c in columns if c in frame]].fillna(0.0).sum(axis=1)
+        for column in (c for c, within in COMPILED.items() if within is columns and c in frame):
+            seconds = seconds - frame[column].fillna(0.0)
+        parts[name] = seconds.clip(lower=0.0)
+    groups = frame.assign(**parts).groupby(["model", "dataset"])
+    medians = groups[["_fixed", "_scaled", "n_train"]].median()
+    return {key: (float(row["_fixed"]), float(row["_scaled"]), row["n_train"])
+            for key, row in medians.iterrows()}
 
 
 class CostModel:
@@ -50,15 +67,15 @@ class CostModel:
             self._seconds.update(_medians(store))  # the store's own records win
 
     def seconds(self, model: str, dataset: str, rows: int | None = None) -> float | None:
-        """The median run's seconds, scaled down linearly to ``rows`` training rows (a
-        subsampled run, ``dataset.max_train``)."""
+        """The median run's seconds, its fit scaled down linearly to ``rows`` training rows
+        (a subsampled run, ``dataset.max_train``)."""
         known = self._seconds.get((model, dataset))
         if known is None:
             return None
-        seconds, known_rows = known
+        fixed, scaled, known_rows = known
         if rows and known_rows and rows < known_rows:
-            seconds *= rows / known_rows
-        return float(seconds)
+            scaled *= (rows / known_rows) ** GROWTH.get(model, 1.0)
+        return float(fixed + scaled)
 
     def total(self, runs: Iterable[tuple]) -> tuple[float, int]:
         """(estimated seconds of these runs, how many have no estimate); a run is
@@ -85,3 +102,8 @@ def describe(seconds: float, unknown: int = 0) -> str:
             if seconds < 5400 else f"~{seconds / 3600:.1f} h")
     return text + (f" + {unknown} run{'s' * (unknown != 1)} without an estimate"
                    if unknown else "")
+
+
+def build_seconds(runs_seconds: float, launches: int) -> float:
+    """A build's estimate: its runs and the start of each process that runs them."""
+    return runs_seconds + launches * LAUNCH_SECONDS

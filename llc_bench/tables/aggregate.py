@@ -142,6 +142,8 @@ def _why_missing(cell: CellPlan, failed: dict, n_missing: int) -> str:
     reasons = [failed[r.hash] for r in cell.runs if r.hash in failed]
     if reasons:
         return reasons[0]
+    if cell.left_out:
+        return cell.left_out
     if cell.offline:
         return cell.offline
     if not cell.selected:

@@ -9,10 +9,16 @@ from pathlib import Path
 
 from llc_bench import progress
 from llc_bench.errors import ConfigError, ResultsError, did_you_mean
-from llc_bench.experiment.costs import CostModel, describe
+from llc_bench.experiment.costs import CostModel, build_seconds, describe
 from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
-from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, ExecReport, Executor
-from llc_bench.tables.spec import list_tables, load_profile, load_table, tables_config
+from llc_bench.tables.execute import (
+    LAUNCHERS,
+    LOCAL_LAUNCHERS,
+    ExecReport,
+    Executor,
+    group_runs,
+)
+from llc_bench.tables.spec import RUN, list_tables, load_profile, load_table, tables_config
 
 #: the committed store of a checkout: estimates for a fresh --results-dir
 COMMITTED = Path(__file__).resolve().parents[2] / "results"
@@ -29,6 +35,8 @@ def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:
     going = {r.hash for r in todo}
     reasons: dict[str, int] = {}
     for cell in plan.cells.values():
+        if cell.left_out and cell.status == RUN:  # a row the profile leaves out: not planned
+            reasons[cell.left_out] = reasons.get(cell.left_out, 0) + cell.seeds
         for run in cell.runs:
             if run.cached or run.hash in going:
                 continue
@@ -171,6 +179,9 @@ def tables_command(argv: list[str], echo=print) -> dict:
     store = ResultsStore(args.results_dir)
     stats: dict = {}
     costs = None
+    began = time.perf_counter()
+    counted: set[str] = set()  # runs an earlier table of this build runs
+    total = [0.0, 0, 0, 0]     # estimated seconds, runs without an estimate, runs, launches
     with Composer() as composer:
         planner = Planner(args.results_dir, profile, mirrors=args.mirror, composer=composer)
         for name in names:
@@ -187,17 +198,28 @@ def tables_command(argv: list[str], echo=print) -> dict:
             else:
                 todo = plan.to_execute(allow_offline=args.download)
             costs = costs or CostModel(args.results_dir, fallbacks=[COMMITTED])
-            cost = describe(*costs.total(_pairs(todo))) if todo else "nothing"
+            new = [r for r in todo if r.hash not in counted]  # the others: an earlier table's
+            counted.update(r.hash for r in new)
+            seconds, unknown = costs.total(_pairs(new))
+            launches = len(group_runs(new))
+            total = [total[0] + seconds, total[1] + unknown, total[2] + len(new),
+                     total[3] + launches]
+            seconds = build_seconds(seconds, launches)
+            cost = describe(seconds, unknown) if new else "nothing"
+            shared = len(todo) - len(new)
+            cost += f" ({shared} of them run by an earlier table)" if shared else ""
             echo(f"[{name}] {len(plan.cells)} cells, {len(runs)} runs planned, {cached} in the "
                  f"store, {len(todo)} to run ({profile.name} profile): {cost}")
             for reason, count in _not_run(plan, todo, args.download).items():
-                echo(f"  {count} planned run{'s' * (count != 1)} not run: {reason}")
+                what = "runs not planned" if reason.startswith("not in the ") else \
+                    "planned runs not run"
+                echo(f"  {count} {what if count != 1 else what.replace('runs', 'run')}: "
+                     f"{reason}")
             _warn_corrupt(plan, echo)
             if args.dry_run:
-                from llc_bench.tables.execute import group_runs
-
                 for launch in group_runs(todo):
-                    echo(f"  # {describe(*costs.total(_pairs(launch.runs)))}")
+                    known, unknown = costs.total(_pairs(launch.runs))
+                    echo(f"  # {describe(build_seconds(known, 1), unknown)}")
                     echo("  llc-bench run -m " + " ".join(executor.arguments(
                         launch, extra=["force=true"] if args.timing_only else ())))
                 continue
@@ -224,6 +246,14 @@ def tables_command(argv: list[str], echo=print) -> dict:
                            "failed": len(report.failed), "to_run": len(todo),
                            "wall_seconds": result.wall_seconds, "problems": result.problems,
                            "paths": [str(p) for p in paths]}
+    if args.dry_run:
+        # the real build plans as this dry run did, then runs and writes what it planned
+        planning = time.perf_counter() - began
+        runs_s, unknown, n, launches = total
+        seconds = build_seconds(runs_s, launches) + planning
+        echo(f"estimate: {n} runs in {launches} launches: runs ~{runs_s:.0f} s, process "
+             f"starts ~{seconds - runs_s - planning:.0f} s, planning ~{planning:.0f} s: "
+             f"{describe(seconds, unknown)} ({seconds:.0f} s)")
     if not args.dry_run:
         summary = write_summary(out_dir, list(tables_config().get("tables") or []), profile)
         echo(f"summary: {summary}")

@@ -123,6 +123,10 @@ def _job_overrides(job_dir: Path) -> dict | None:
     return dict(item.split("=", 1) for item in items if "=" in item)
 
 
+#: set in a launched run's environment: no sweep estimate (llc_bench.cli.run_command)
+NO_SWEEP_ESTIMATE = "LLC_BENCH_NO_SWEEP_ESTIMATE"
+
+
 class Executor:
     def __init__(self, results_dir: str | Path, launcher: str = "basic", jobs: int = 1,
                  launcher_args: Iterable[str] = (), run_args: Iterable[str] = (),
@@ -136,6 +140,9 @@ class Executor:
         self.env = dict(os.environ if env is None else env)
         for var in THREAD_VARS:   # one thread per run, whatever --jobs (clean timings)
             self.env[var] = "1"
+        # `llc-bench tables` printed the estimate of its runs: a launch does not estimate its
+        # sweep again (reading every record of the store, seconds per launch)
+        self.env[NO_SWEEP_ESTIMATE] = "1"
         self.echo = echo
         self.command = command or [sys.executable, "-m", "llc_bench.cli", "run", "-m"]
         launcher_overrides(launcher, jobs)   # validate early

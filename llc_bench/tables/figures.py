@@ -76,8 +76,41 @@ def _axes(n: int, width: float = 4.2, height: float = 3.4):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
+    # constrained layout keeps each panel's labels, a twin axis's ticks and the panel titles
+    # clear of the next panel and of the figure's title
+    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False,
+                             layout="constrained")
     return fig, list(axes[0])
+
+
+def _color(i: int) -> str:
+    """The i-th colour of matplotlib's default cycle (a twin axis restarts the cycle, so
+    lines on two axes of one panel get their colours from one counter)."""
+    return f"C{i % 10}"
+
+
+def error_bar_caption(n_seeds: int) -> str:
+    """What a vs_param figure's points and error bars are."""
+    if n_seeds > 1:
+        return f"mean over {n_seeds} seeds; error bars: ± 1 std"
+    return "one seed per point"
+
+
+def _x_axis(ax, x: dict) -> None:
+    """The swept key's axis: its label, and ``scale: log`` with a tick at every value."""
+    ax.set_xlabel(x.get("label", x["key"]))
+    if x.get("scale") == "log":
+        from matplotlib.ticker import NullFormatter, NullLocator
+
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        labels, last = [], None  # a tick at every value, a label where there is room
+        for v in sorted(x["values"]):
+            room = last is None or np.log10(v / last) >= 0.1
+            labels.append(f"{v:g}" if room else "")
+            last = v if room else last
+        ax.set_xticks(sorted(x["values"]), labels)
 
 
 class FigureBuilder:
@@ -148,7 +181,7 @@ class FigureBuilder:
                         runs[(d, m, sv, xv)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         fig, axes = _axes(len(datasets))
-        drawn = 0
+        drawn, most = 0, 0
         for ax, d in zip(axes, datasets, strict=True):
             for m, (_, label, _) in models.items():
                 for sv in s_values:
@@ -159,17 +192,19 @@ class FigureBuilder:
                         if vals:
                             xs.append(xv)
                             ys.append(float(np.mean(vals)))
-                            es.append(float(np.std(vals)))
+                            es.append(float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0)
+                            most = max(most, len(vals))
                     if xs:
                         lab = label if sv is None else f"{label}, {series.get('label', '')}={sv}"
                         ax.errorbar(xs, ys, yerr=es if seeds > 1 else None, marker="o", ms=3,
-                                    label=lab)
+                                    capsize=2 if seeds > 1 else 0, label=lab)
                         drawn += 1
             ax.set_title(d)
-            ax.set_xlabel(x.get("label", x["key"]))
+            _x_axis(ax, x)
             ax.set_ylabel(metric.label)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+            legend = ax.legend(fontsize=7, title=error_bar_caption(most), title_fontsize=7)
+            legend.set_alignment("left")
         return fig if drawn else None
 
     def history(self, name: str, spec: dict, skipped: list):
@@ -185,7 +220,7 @@ class FigureBuilder:
         fig, axes = _axes(len(datasets))
         drawn = 0
         for ax, d in zip(axes, datasets, strict=True):
-            twin = None
+            twin, lines, axis_colors = None, 0, {}
             for m, (_, label, _) in models.items():
                 recs = records[(d, m)]
                 if not recs:
@@ -200,17 +235,24 @@ class FigureBuilder:
                         continue
                     pts = [(h.get(xkey, i), h[key] * float(s.get("scale", 1)))
                            for i, h in enumerate(history) if h.get(key) is not None]
-                    target = ax
+                    target, color = ax, _color(lines)
                     if s.get("right"):
                         twin = twin or ax.twinx()
                         target = twin
-                        target.set_ylabel(s.get("label", key))
-                    else:
-                        ax.set_ylabel(s.get("label", key))
+                    target.set_ylabel(s.get("label", key))
                     style = "--" if s.get("right") else "-"
                     target.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o",
-                                ms=3, label=f"{label}: {s.get('label', key)}")
+                                ms=3, color=color, label=f"{label}: {s.get('label', key)}")
+                    axis_colors.setdefault(target, []).append(color)
                     drawn += 1
+                    lines += 1
+            if twin is not None:  # two y-axes: each axis in the colour of its one line
+                for axis, side in ((ax, "left"), (twin, "right")):
+                    colors = axis_colors.get(axis, [])
+                    if len(colors) == 1:
+                        axis.yaxis.label.set_color(colors[0])
+                        axis.tick_params(axis="y", colors=colors[0])
+                        axis.spines[side].set_color(colors[0])
             ax.set_title(d)
             ax.set_xlabel(xkey)
             ax.grid(alpha=0.3)

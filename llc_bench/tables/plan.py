@@ -108,6 +108,7 @@ class CellPlan:
     runs: list = field(default_factory=list)
     selected: bool = True
     offline: str = ""          # why the dataset cannot be read offline ("" = it can)
+    left_out: str = ""         # why the profile does not run this row ("" = it does)
 
     @property
     def runnable(self) -> bool:
@@ -278,6 +279,9 @@ class Planner:
                 if not preset_exists(m.model):
                     cell.status = NOT_IMPLEMENTED
                     cell.reason = f"not yet implemented (no model preset `{m.model}`)"
+                    continue
+                if not self.profile.runs_row(spec.name, dataset, settings.dataset_config):
+                    cell.left_out = self.profile.left_out(spec.name)  # nothing composed
                     continue
                 cell.offline = _status_of_dataset(settings.dataset_config, self.data_home,
                                                   self.mirrors, self._datasets)

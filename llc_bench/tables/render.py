@@ -120,8 +120,8 @@ def _cell_parts(cell: CellResult, notes: Footnotes) -> tuple[str, str, str, str 
     if cell.edges and cell.mean is not None:
         extra.append("CV chose a grid edge: " + ", ".join(
             f"{param} in {n} of {cell.n} runs" for param, n in sorted(cell.edges.items())))
-    if extra:
-        ours += f" [{notes.key('; '.join(extra))}]"
+    for part in dict.fromkeys(extra):  # one key per note: a note shared by cells is listed once
+        ours += f" [{notes.key(part)}]"
     if cell.unclean and cell.mean is not None:
         ours += f" {TIMING_MARK} [{notes.key(unclean_text(cell))}]"
     diff = fmt(cell.diff, cell.metric, signed=True) if cell.diff is not None else ""
@@ -311,7 +311,8 @@ def summary_record(result: TableResult) -> dict:
     for cell in result.cells.values():
         if cell.mean is None and cell.paper_value is not None:
             kind = reason_kind(cell.status) if cell.status != RUN else (
-                "run failed" if cell.reason.startswith("run failed") else "not run yet")
+                "run failed" if cell.reason.startswith("run failed") else
+                "not in profile" if cell.reason.startswith("not in the ") else "not run yet")
             reasons[kind] = reasons.get(kind, 0) + 1
     return {"table": result.spec.name, "title": result.spec.title,
             "profile": result.plan.profile.name, **counts, "unreachable": reasons,

@@ -15,7 +15,7 @@ from importlib import resources
 
 from omegaconf import OmegaConf
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, did_you_mean
 
 # How a paper method is obtained.
 RUN = "run"                            # a model preset of ours (may not exist yet)
@@ -336,8 +336,10 @@ class Profile:
 
     ``seeds`` caps every cell's number of seeds; ``overrides`` go to every run
     (e.g. ``dataset.max_train``); ``trainer[<trainer name>]`` go to the runs of that
-    trainer, each key only where the composed trainer has it. Different settings mean
-    different configs, hence different hashes: profiles never share records.
+    trainer, each key only where the composed trainer has it; ``datasets[<table>]`` lists
+    the rows (paper names or dataset configs) of that table the profile runs, the others
+    are planned as "not in the profile" (a table not listed runs every row). Different
+    settings mean different configs, hence different hashes: profiles never share records.
     """
 
     name: str
@@ -347,6 +349,18 @@ class Profile:
     trainer: dict = field(default_factory=dict)
     out: str = "tables"
     figures_out: str = "figures"
+    datasets: dict = field(default_factory=dict)
+
+    def runs_row(self, table: str, dataset: str, dataset_config: str | None) -> bool:
+        """Whether this profile runs a table's row (by paper name or dataset config)."""
+        if table not in self.datasets:
+            return True
+        rows = self.datasets[table] or []
+        return dataset in rows or (dataset_config is not None and dataset_config in rows)
+
+    def left_out(self, table: str) -> str:
+        return (f"not in the {self.name} profile (conf/tables.yaml: "
+                f"profiles.{self.name}.datasets.{table})")
 
 
 def load_profile(name: str) -> Profile:
@@ -354,11 +368,27 @@ def load_profile(name: str) -> Profile:
     if name not in profiles:
         raise ConfigError(f"unknown profile {name!r} (choose from: {', '.join(profiles)})")
     raw = dict(profiles[name] or {})
-    unknown = set(raw) - {"description", "seeds", "overrides", "trainer", "out", "figures_out"}
+    unknown = set(raw) - {"description", "seeds", "overrides", "trainer", "out", "figures_out",
+                          "datasets"}
     if unknown:
         raise ConfigError(f"profile {name}: unknown keys {sorted(unknown)}")
+    datasets = raw.get("datasets") or {}
+    if not isinstance(datasets, dict):
+        raise ConfigError(f"profile {name}: datasets must map a table to its rows, "
+                          f"got {datasets!r}")
+    tables = set(list_tables())
+    for table, rows in datasets.items():
+        if table not in tables:
+            raise ConfigError(f"profile {name}: datasets.{table}: no such table"
+                              f"{did_you_mean(table, tables)}")
+        known = set(load_table(table).datasets) | set(load_table(table).datasets.values())
+        for row in rows or []:
+            if row not in known:
+                raise ConfigError(f"profile {name}: datasets.{table}: {row!r} is not a row "
+                                  f"of the table{did_you_mean(str(row), known)}")
     return Profile(name=name, description=str(raw.get("description", "")),
                    seeds=raw.get("seeds"), overrides=dict(raw.get("overrides") or {}),
                    trainer={k: dict(v or {}) for k, v in (raw.get("trainer") or {}).items()},
                    out=str(raw.get("out", "tables")),
-                   figures_out=str(raw.get("figures_out", "figures")))
+                   figures_out=str(raw.get("figures_out", "figures")),
+                   datasets={k: list(v or []) for k, v in datasets.items()})
