@@ -12,8 +12,8 @@ from conftest import compose_run
 import llc_bench.models as models
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.model_files import FORMAT_VERSION, load_model, save_model
 from llc_bench.experiment.runner import build_estimator
+from llc_bench.models.model_files import FORMAT_VERSION, load_model, save_model
 
 FAMILIES = ["linear", "kernel", "llsvm", "lcc_svm", "sapl", "jo", "ml3", "occ_lib_g",
             "occ_peg_c", "ldkl", "csvm", "svm_knn", "lcc_svm_lcc", "nystroem"]

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from conftest import compose_run, llc
 
-from llc_bench.experiment.model_files import load_model
 from llc_bench.experiment.runner import run_experiment
+from llc_bench.models.model_files import load_model
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.model_files import base_estimator, load_model
+from llc_bench.models.model_files import base_estimator, load_model
 
 OPSET = 18
 DOUBLE, BOOL, INT64 = 11, 9, 7  # onnx.TensorProto's element types

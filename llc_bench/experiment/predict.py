@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from llc_bench.errors import ConfigError, DatasetError
-from llc_bench.experiment.model_files import load_model
+from llc_bench.models.model_files import load_model
 
 #: Bytes of text per parsed block (decompressed): 32 MiB, the row-store conversion's.
 BLOCK_BYTES = 32 << 20
@@ -222,8 +222,8 @@ def predict_file(model_path, data_path, out=None, echo=print,
                  block_bytes: int = BLOCK_BYTES) -> dict:
     """Write the predictions of ``model_path`` on ``data_path`` (CSV) to ``out`` (or
     stdout), a block of input lines at a time; returns {"rows", "accuracy"}."""
-    from llc_bench.experiment.model_files import base_estimator
     from llc_bench.models._validation import labels_from_scores
+    from llc_bench.models.model_files import base_estimator
 
     model, meta = load_model(model_path)
     estimator = base_estimator(model)

@@ -487,7 +487,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
     if config.get("save_model"):  # the model file first: a record never points to nothing
-        from llc_bench.experiment.model_files import SUFFIX, save_model
+        from llc_bench.models.model_files import SUFFIX, save_model
 
         relative = f"models/{key}{SUFFIX}"
         save_model(kept, store.root / relative, preprocess=ds.preprocess,

@@ -28,9 +28,9 @@ def load(path):
     """The fitted estimator kept in a model file (``.llcm``).
 
     The reading (skops' safe format, the format-version and allow-list checks, one-line
-    errors) is ``llc_bench.experiment.model_files.load_model``; its metadata (classes'
+    errors) is ``llc_bench.models.model_files.load_model``; its metadata (classes'
     label names, preprocessing, config hash) is ``load_model(path)[1]``.
     """
-    from llc_bench.experiment.model_files import load_model  # the one reader
+    from llc_bench.models.model_files import load_model  # the one reader
 
     return load_model(path)[0]
