@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import REPO, compose_run
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.results import config_hash
@@ -100,17 +102,35 @@ def test_same_seed_same_choice_other_seed_other_trials(tmp_path):
                                                             first[1]["trials"]][1:]
 
 
+class _Sleeper(BaseEstimator, ClassifierMixin):
+    """A classifier whose fit sleeps ``delay`` seconds (wall time, not CPU): the budget test
+    then does not depend on the machine's load."""
+
+    def __init__(self, delay=0.1):
+        self.delay = delay
+
+    def fit(self, X, y):
+        time.sleep(self.delay)
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+
+def _sleeper(config):
+    return _Sleeper(0.1)
+
+
 def test_budget_is_respected(tmp_path):
+    """tune.budget_s=2 over fits of 0.1 s (5 folds): stopped by the budget, within 20 % of
+    it, after several trials."""
     X, y = _xor(600, 0)
-    y = np.where(y, 1, -1)
-    warm = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=2",
-                       tmp_path=tmp_path)
-    select(prepare_config(warm), X, y, build_estimator)  # imports and kernels loaded
     config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
-                         "tune.budget_s=3", tmp_path=tmp_path)
-    _, report = select(prepare_config(config), X, y, build_estimator)
+                         "tune.budget_s=2", tmp_path=tmp_path)
+    _, report = select(prepare_config(config), X, np.where(y, 1, -1), _sleeper)
     assert report["stopped_by"] == "budget" and report["n_trials"] >= 3
-    assert report["seconds"] <= 3 * 1.2
+    assert report["seconds"] <= 2 * 1.2
 
 
 def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):

@@ -389,10 +389,16 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         else:  # one shared study (SQLite), trials in `workers` processes (joblib)
             from joblib import Parallel, delayed
 
+            first_records = []
+            if first is not None:  # the enqueued defaults here first: two processes popping
+                # one waiting trial race in optuna 2.x's RDB storage (a UNIQUE-constraint error)
+                first_records, _ = _optimize(study, {**config, "tune": {**tune, "trials": 1}},
+                                             build, parts, deadline)
             done = Parallel(n_jobs=workers)(
                 delayed(_worker)(storage, seed + i, config, build, parts, deadline)
                 for i in range(workers))
-            records = sorted((r for rs, _ in done for r in rs), key=lambda r: r["number"])
+            records = sorted((r for rs, _ in [(first_records, False), *done] for r in rs),
+                             key=lambda r: r["number"])
             stopped = any(s for _, s in done)
             study = optuna.load_study(study_name="tune", storage=storage)
             study = _Frozen(study.trials)
