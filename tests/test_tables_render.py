@@ -77,9 +77,8 @@ def test_mean_std_over_seeds_skips_the_corrupt_record(result):
     assert (llsvm.n, llsvm.n_planned) == (2, 3)
     assert any("seed 2" in p and "config_hash does not match" in p for p in result.problems)
     assert llsvm.diff == pytest.approx(85.0 - 79.57)
-    # 85 ± 7.07 (n=2) vs 79.57 ± 0.30 (n=3): 5.43 <= 2 sqrt(0.09/3 + 50/2) = 10.0; by the
-    # old rule (the paper's std alone) it was better
-    assert llsvm.verdict == "within" and llsvm.verdict_by("old") == "better"
+    # 85 ± 7.07 (n=2) vs 79.57 ± 0.30 (n=3): 5.43 <= 2 sqrt(0.09/3 + 50/2) = 10.0
+    assert llsvm.verdict == "within"
     linear = result.cells[("magic04", "linear_svm", "accuracy")]
     assert linear.verdict == "within" and linear.std == pytest.approx(0.0)
     ratio = result.cells[("magic04", "llsvm", "test_time_ratio")]
@@ -91,8 +90,6 @@ def test_counts(result):
     c = result.counts()
     assert c["cells"] == 8
     assert (c["compared"], c["within"], c["better"], c["worse"]) == (4, 4, 0, 0)
-    old = result.counts("old")
-    assert (old["compared"], old["within"], old["better"], old["worse"]) == (4, 3, 1, 0)
     assert c["paper_only"] == 4        # jo and djo: the paper has numbers, we do not
 
 
@@ -119,7 +116,7 @@ def test_csv_and_latex(result, tmp_path):
     assert float(row.ours_mean) == pytest.approx(85.0)
     assert float(row["diff"]) == pytest.approx(5.43)
     assert (int(row.n_runs), int(row.n_planned), row.verdict) == (2, 3, "within")
-    assert (int(row.n_paper), row.verdict_old_rule) == (3, "better")
+    assert int(row.n_paper) == 3 and "verdict_old_rule" not in frame
     djo = frame[(frame.method == "djo") & (frame.metric == "accuracy")].iloc[0]
     assert djo.ours_mean == "" and "does not describe it" in djo.reason
     assert djo.status == "not_reproducible"
@@ -129,8 +126,8 @@ def test_csv_and_latex(result, tmp_path):
     summary = write_summary(tmp_path / "out", ["jo_table2"], Profile("full")).read_text()
     table_row = next(line for line in summary.splitlines() if "jo_table2.md" in line)
     cols = [c.strip() for c in table_row.strip("|").split("|")]
-    assert cols[1:6] == ["4", "4", "0", "0", "3 / 1 / 0"]    # new rule, then the old one
-    assert "not reproducible" in cols[6] and "not yet implemented" in cols[6]
+    assert cols[1:5] == ["4", "4", "0", "0"]                 # compared, within, better, worse
+    assert "not reproducible" in cols[5] and "not yet implemented" in cols[5]
 
 
 def test_derived_rows_render_their_own_metric(result):

@@ -43,15 +43,6 @@ def test_fixed_tolerance_only_when_no_spread_is_known():
     assert HINGE.verdict(0.306, 0.300, None) == "worse"
 
 
-def test_the_old_rule_used_the_papers_std_alone():
-    # old: within 1.0 (the paper's std); new: 2 sqrt(1/10) = 0.632
-    assert ACC.verdict(91.0, 90.0, 1.0, None, n_paper=10, rule="old") == "within"
-    assert ACC.verdict(91.0, 90.0, 1.0, None, n_paper=10) == "better"
-    assert ACC.verdict(90.4, 90.0, None, None, rule="old") == "within"
-    with pytest.raises(ValueError):
-        ACC.allowed(1.0, rule="newest")
-
-
 def test_timings_keep_the_factor_of_two():
     assert TIME.verdict(3.9, 2.0, 0.1, 0.1, n_paper=10, n_ours=10) == "within"
     assert TIME.verdict(4.1, 2.0, None) == "worse"
@@ -101,19 +92,17 @@ def test_cells_counts_and_summary_by_both_rules(tmp_path):
     llsvm = result.cells[("banana", "llsvm", "accuracy")]
     sapl = result.cells[("banana", "sapl", "accuracy")]
     assert (llsvm.n_paper, llsvm.n) == (10, 2)
-    # llsvm: 89.65 ± 0 vs 89.71: 0.06 > 2 sqrt(0.09²/10) = 0.0569 (old: 0.06 <= 0.09)
+    # llsvm: 89.65 ± 0 vs 89.71: 0.06 > 2 sqrt(0.09²/10) = 0.0569
     assert llsvm.allowed == pytest.approx(2 * 0.09 / math.sqrt(10))
-    assert (llsvm.verdict, llsvm.verdict_by("old")) == ("worse", "within")
-    # sapl: 91.00 ± 0.849 vs 90.82: 0.18 <= 2 sqrt(0.13²/10 + 0.72/2) = 1.2028 (old: > 0.13)
+    assert llsvm.verdict == "worse"
+    # sapl: 91.00 ± 0.849 vs 90.82: 0.18 <= 2 sqrt(0.13²/10 + 0.72/2) = 1.2028
     assert sapl.allowed == pytest.approx(2 * math.sqrt(0.13 ** 2 / 10 + 0.72 / 2))
-    assert (sapl.verdict, sapl.verdict_by("old")) == ("within", "better")
-    new, old = result.counts(), result.counts("old")
+    assert sapl.verdict == "within"
+    new = result.counts()
     assert (new["within"], new["better"], new["worse"], new["worse_scores"]) == (1, 0, 1, 1)
-    assert (old["within"], old["better"], old["worse"]) == (1, 1, 0)
     md = render_markdown(result)
     assert "89.71 ± 0.09 / 89.65 ± 0.00 (n=2) (−0.06 ▼)" in md
     assert "Paper runs per cell (n_paper): 10" in md and "2·√(ps²/n_paper" in md
     write_table(result, tmp_path / "out")
     summary = write_summary(tmp_path / "out", ["t"], Profile("full")).read_text()
     assert "1 within, 0 better, 1 worse (1 of the worse are accuracy" in summary
-    assert "By the old rule (the paper's std alone): 1 within, 1 better, 0 worse" in summary

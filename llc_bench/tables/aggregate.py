@@ -73,15 +73,12 @@ class CellResult:
             return None
         return metric.allowed(self.paper.std, self.std, self.n_paper, self.n)
 
-    def verdict_by(self, rule: str = "new") -> str | None:
+    @property
+    def verdict(self) -> str | None:
         if self.mean is None or self.paper_value is None:
             return None
         return METRICS[self.metric].verdict(self.mean, self.paper_value, self.paper.std,
-                                            self.std, self.n_paper, self.n, rule=rule)
-
-    @property
-    def verdict(self) -> str | None:
-        return self.verdict_by("new")
+                                            self.std, self.n_paper, self.n)
 
 
 @dataclass
@@ -101,8 +98,8 @@ class TableResult:
     def spec(self):
         return self.plan.spec
 
-    def counts(self, rule: str = "new") -> dict:
-        """Cells by verdict under ``rule`` (``new`` or ``old``, see ``Metric``)."""
+    def counts(self) -> dict:
+        """Cells by verdict (``Metric.verdict``)."""
         c = {"cells": 0, "compared": 0, "within": 0, "better": 0, "worse": 0,
              "paper_only": 0, "ours_only": 0, "neither": 0, "worse_scores": 0}
         for cell in self.cells.values():
@@ -110,7 +107,7 @@ class TableResult:
             has_paper, has_ours = cell.paper_value is not None, cell.mean is not None
             if has_paper and has_ours:
                 c["compared"] += 1
-                verdict = cell.verdict_by(rule)
+                verdict = cell.verdict
                 c[verdict] += 1
                 if verdict == "worse" and METRICS[cell.metric].factor is None \
                         and METRICS[cell.metric].kind != "rank":

@@ -229,11 +229,10 @@ def render_markdown(result: TableResult) -> str:
         out += ["## Runs", "", "Every run is `llc-bench run dataset=... model=... seed=S "
                 "<overrides>`; its record is `runs/<config hash>.json` in the results store.",
                 "", settings.to_markdown(index=False), ""]
-    c, old = result.counts(), result.counts("old")
+    c = result.counts()
     out += ["## Summary", "",
             f"{c['compared']} cells compared: {c['within']} within, {c['better']} better, "
-            f"{c['worse']} worse (by the paper's std alone, the rule before this release: "
-            f"{old['within']} / {old['better']} / {old['worse']}); "
+            f"{c['worse']} worse; "
             f"{c['paper_only']} paper-only, {c['ours_only']} ours-only. "
             f"This build: {result.wall_seconds:.1f} s wall ({result.executed} runs executed, "
             f"{len(result.failed)} failed). The builds that ran the {result.built_runs} "
@@ -259,7 +258,7 @@ def render_csv(result: TableResult) -> pd.DataFrame:
             "ours_mean": cell.mean, "ours_std": cell.std, "n_runs": cell.n,
             "n_planned": cell.n_planned, "n_paper": cell.n_paper, "diff": cell.diff,
             "allowed": cell.allowed if cell.verdict else None,
-            "verdict": cell.verdict or "", "verdict_old_rule": cell.verdict_by("old") or "",
+            "verdict": cell.verdict or "",
             "ratio_numerator": cell.parts[0] if cell.parts else None,
             "ratio_denominator": cell.parts[1] if cell.parts else None,
             "timing_not_clean": unclean_text(cell) if cell.unclean else "",
@@ -306,7 +305,6 @@ def render_latex(result: TableResult) -> str:
 
 def summary_record(result: TableResult) -> dict:
     counts = result.counts()
-    old = result.counts("old")
     reasons: dict[str, int] = {}
     for cell in result.cells.values():
         if cell.mean is None and cell.paper_value is not None:
@@ -316,7 +314,6 @@ def summary_record(result: TableResult) -> dict:
             reasons[kind] = reasons.get(kind, 0) + 1
     return {"table": result.spec.name, "title": result.spec.title,
             "profile": result.plan.profile.name, **counts, "unreachable": reasons,
-            "old_rule": {k: old[k] for k in ("within", "better", "worse", "worse_scores")},
             "timing_cells_not_clean": sum(1 for c in result.cells.values() if c.unclean),
             "wall_seconds": round(result.wall_seconds, 2), "executed": result.executed,
             "build_seconds": round(result.build_seconds, 2), "built_runs": result.built_runs,
@@ -358,11 +355,6 @@ def _carry_build_time(result: TableResult, previous_summary: Path) -> None:
         result.built_runs += result.executed
 
 
-def _old_counts(record: dict) -> str:
-    old = record.get("old_rule")
-    return "—" if not old else f"{old['within']} / {old['better']} / {old['worse']}"
-
-
 def _worse_scores(records: list[dict], key: str) -> str:
     if not all(key in r for r in records):
         return ""
@@ -389,19 +381,16 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
               "the paper and we have a number, how many of ours are within "
               "2·√(ps²/n_paper + os²/n_ours) of the paper's (ps, os: the paper's and our std "
               "over runs; a fixed tolerance, 0.5 points or 0.005 hinge, where neither std is "
-              "known; timings within a factor of 2), better or worse; the same counts by the "
-              "old rule (within the paper's std alone; shown for this release so the change is "
-              "visible); the paper's cells we cannot fill and why; timing cells whose runs were "
-              "not timed cleanly (overlapped, multi-threaded, JIT-compiling or unchecked); the "
-              "wall time of the builds that ran the table's runs (a build from the store costs "
-              "nothing) and "
-              "the compute time recorded by the runs.", ""]
+              "known; timings within a factor of 2), better or worse; the paper's cells we "
+              "cannot fill and why; timing cells whose runs were not timed cleanly (overlapped, "
+              "multi-threaded, JIT-compiling or unchecked); the wall time of the builds that "
+              "ran the table's runs (a build from the store costs nothing) and the compute "
+              "time recorded by the runs.", ""]
     rows = []
     for r in records:
         why = ", ".join(f"{v} {k}" for k, v in sorted(r.get("unreachable", {}).items()))
         rows.append({"table": f"[{r['title']}]({r['table']}.md)", "compared": r["compared"],
                      "within": r["within"], "better": r["better"], "worse": r["worse"],
-                     "old rule: within / better / worse": _old_counts(r),
                      "paper only (why)": f"{r['paper_only']}" + (f" ({why})" if why else ""),
                      "ours only": r["ours_only"],
                      "build wall time (s)": r.get("build_seconds", r["wall_seconds"]),
@@ -417,12 +406,6 @@ def write_summary(out_dir: str | Path, order: list[str], profile) -> Path:
         lines += [f"All tables: {total['compared']} cells compared, {total['within']} within, "
                   f"{total['better']} better, {total['worse']} worse"
                   + _worse_scores(records, "worse_scores") + "."]
-        if all("old_rule" in r for r in records):
-            old = {k: sum(r["old_rule"][k] for r in records)
-                   for k in ("within", "better", "worse")}
-            lines += [f"By the old rule (the paper's std alone): {old['within']} within, "
-                      f"{old['better']} better, {old['worse']} worse"
-                      + _worse_scores([r["old_rule"] for r in records], "worse_scores") + "."]
         lines += [""]
     path = out / "README.md"
     out.mkdir(parents=True, exist_ok=True)

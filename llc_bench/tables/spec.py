@@ -47,11 +47,6 @@ def _error(r):
     return None if a is None else 100.0 * (1.0 - a)
 
 
-#: Verdict rules: "new" (both sides' spread over seeds) and "old" (the paper's std only),
-#: kept side by side in the summary for one release.
-RULES = ("new", "old")
-
-
 @dataclass(frozen=True)
 class Metric:
     """A table metric: how to read it from a run record and how to compare it.
@@ -63,8 +58,7 @@ class Metric:
     Paper and ours are "within" when |ours - paper| <= 2 sqrt(ps²/n_paper + os²/n_ours),
     twice the standard error of the difference of the two means (ps, os: the paper's and
     our std over runs; a missing std adds nothing); where that is 0 (neither std known,
-    or both 0) the metric's fixed ``tolerance`` stands in. The old rule (``rule="old"``)
-    was |diff| <= the paper's std, else ``tolerance``. With ``factor`` the comparison is
+    or both 0) the metric's fixed ``tolerance`` stands in. With ``factor`` the comparison is
     a ratio (timings on other hardware): within when ours / paper is in [1/factor, factor].
     """
 
@@ -79,12 +73,8 @@ class Metric:
     of: str | None = None
 
     def allowed(self, paper_std: float | None, ours_std: float | None = None,
-                n_paper: int = 1, n_ours: int = 1, rule: str = "new") -> float:
+                n_paper: int = 1, n_ours: int = 1) -> float:
         """The largest |ours - paper| still "within" (not for ``factor`` metrics)."""
-        if rule == "old":
-            return paper_std if paper_std else (self.tolerance or 0.0)
-        if rule != "new":
-            raise ValueError(f"unknown rule {rule!r} (choose from {RULES})")
         var = 0.0
         if paper_std:
             var += paper_std ** 2 / max(1, n_paper)
@@ -93,20 +83,18 @@ class Metric:
         return 2.0 * math.sqrt(var) if var > 0 else (self.tolerance or 0.0)
 
     def within(self, ours: float, paper: float, std: float | None,
-               ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1,
-               rule: str = "new") -> bool:
+               ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1) -> bool:
         if self.factor is not None:
             if paper <= 0 or ours <= 0:
                 return ours == paper
             return 1.0 / self.factor <= ours / paper <= self.factor
-        tol = self.allowed(std, ours_std, n_paper, n_ours, rule)
+        tol = self.allowed(std, ours_std, n_paper, n_ours)
         return abs(ours - paper) <= tol + 1e-12
 
     def verdict(self, ours: float, paper: float, std: float | None,
-                ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1,
-                rule: str = "new") -> str:
+                ours_std: float | None = None, n_paper: int = 1, n_ours: int = 1) -> str:
         """``within``, ``better`` or ``worse`` (ours compared with the paper's)."""
-        if self.within(ours, paper, std, ours_std, n_paper, n_ours, rule):
+        if self.within(ours, paper, std, ours_std, n_paper, n_ours):
             return "within"
         return "better" if (ours > paper) == self.higher_is_better else "worse"
 
