@@ -188,7 +188,9 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         if not old:
             raise ConfigError(f"--preset-keys: there is no preset conf/tuned/{model}_{dataset}"
                               ".yaml to take the keys from")
-        own = set(_flat_keys(old))
+        from llc_bench.experiment.query import flatten
+
+        own = set(flatten(old))
         fixed += tuple(k for k in (search_space(model) or {}) if k not in own)
     config = prepare_config(OmegaConf.to_container(cfg, resolve=True), fixed=fixed)
     if not config.get("tune"):
@@ -242,17 +244,6 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
     atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
     return out, {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
-
-
-def _flat_keys(tree: dict, prefix: str = "") -> list[str]:
-    """``{"trainer": {"lambda_": 1e-5}}`` -> ``["trainer.lambda_"]``."""
-    out = []
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out += _flat_keys(value, f"{prefix}{key}.")
-        else:
-            out.append(f"{prefix}{key}")
-    return out
 
 
 def _merge(base: dict, new: dict) -> dict:
