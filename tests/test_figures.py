@@ -70,6 +70,12 @@ def test_pareto_peer_points_are_read_when_measured(tmp_path):
     path = tmp_path / "peer.json"
     path.write_text('{"usps": {"train_seconds": 1.9, "accuracy": 73.5}}')
     assert _peer_points(path)["usps"]["accuracy"] == 73.5
+    from llc_bench.errors import ConfigError
+
+    for bad in ('{"usps": {"accuracy": 73.5}}', "not json", '{"usps": 3}'):
+        path.write_text(bad)
+        with pytest.raises(ConfigError, match="not the peer benchmark's points"):
+            _peer_points(path)
 
 
 # -- layout and legends, drawn from made-up records (no mirror, nothing trained) -------------

@@ -374,7 +374,16 @@ def _peer_points(path) -> dict:
 
     if not path or not Path(path).is_file():
         return {}
-    return json.loads(Path(path).read_text())
+    try:
+        points = json.loads(Path(path).read_text())
+        return {d: {"train_seconds": float(p["train_seconds"]), "accuracy": float(p["accuracy"]),
+                    "label": str(p.get("label", "released C++ LL-SVM"))}
+                for d, p in points.items()}
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        from llc_bench.errors import ConfigError
+
+        raise ConfigError(f"{path}: not the peer benchmark's points ({type(err).__name__}: "
+                          f"{err}); rewrite it with scripts/bench_llsvm.py --peer-json") from None
 
 
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
