@@ -133,6 +133,18 @@ def test_budget_is_respected(tmp_path):
     assert report["seconds"] <= 2 * 1.2
 
 
+def test_patience_stops_a_study_that_no_longer_improves(tmp_path):
+    """Every setting scores the same: the defaults set the bar, three trials in a row do not
+    beat it, the study stops there (counted in trials: the same on any machine)."""
+    X, y = _xor(300, 0)
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=50",
+                         "tune.budget_s=null", "tune.patience=3", tmp_path=tmp_path)
+    _, report = select(prepare_config(config), X, np.where(y, 1, -1),
+                       lambda config: _Sleeper(0.0))
+    assert report["stopped_by"] == "patience" and report["n_trials"] == 4
+    assert report["patience"] == 3
+
+
 def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
     """tune=off (and auto where a preset applies) is the run from before tuning existed:
     its config has no tune block, so its key is a committed record's."""
@@ -190,7 +202,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
     for override, words in (("tune.trials=0", "tune.trials=0"),
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
                             ("tune.folds=1", "tune.folds=1"),
-                            ("tune.holdout=1.5", "tune.holdout=1.5")):
+                            ("tune.holdout=1.5", "tune.holdout=1.5"),
+                            ("tune.patience=0", "tune.patience=0")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):

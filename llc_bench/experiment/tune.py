@@ -12,9 +12,11 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   and a successive-halving pruner over the folds (a setting whose first folds are already
   poor is not fitted on the others); trials run one after another, so the same seed gives
   the same trials and the same choice;
-* stops after ``trials`` trials, or earlier when the next trial would pass ``budget_s``
-  seconds (judged from the trials so far; then the choice may depend on the machine, and
-  the report says ``stopped_by: budget``);
+* stops after ``trials`` trials, or earlier when ``patience`` trials in a row have not
+  beaten the best by more than the noise of the validation rows (``keep_default_se``
+  standard errors: counted in trials, so still the same choice on any machine), or when the
+  next trial would pass ``budget_s`` seconds (judged from the trials so far; then the
+  choice may depend on the machine, and the report says ``stopped_by: budget``);
 * shares the k-means anchors of trials with the same m and rule (``anchor_memo``).
 
 The runner then fits the chosen setting on all training rows.  ``tune=auto`` (the default)
@@ -41,7 +43,7 @@ from llc_bench.errors import ConfigError
 MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
 RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se",
-               "workers")
+               "workers", "patience")
 
 
 def _conf_dir() -> Path:
@@ -179,6 +181,10 @@ def _check_settings(s: dict) -> None:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         bad("workers", "an integer >= 1")
+    patience = s["patience"]
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
+                                 or patience < 1):
+        bad("patience", "an integer >= 1 or null (no early stop)")
     se = s["keep_default_se"]
     if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
                            or not 0 <= se < math.inf):
@@ -304,6 +310,32 @@ class _Objective:
         return float(np.mean(scores))
 
 
+class _Patience:
+    """An Optuna callback that stops the study when ``patience`` trials in a row (pruned
+    and failed ones included) have not beaten the best value by more than the noise margin
+    of the validation rows (as Keras' EarlyStopping with ``min_delta``: a gain within the
+    margin does not move the bar)."""
+
+    def __init__(self, patience: int | None, n_validation: int, n_se: float):
+        self.patience, self.n_validation, self.n_se = patience, n_validation, n_se
+        self.best: float | None = None
+        self.since = 0
+        self.stopped = False
+
+    def __call__(self, study, trial) -> None:
+        if self.patience is None:
+            return
+        value = trial.value if trial.state.name == "COMPLETE" else None
+        if value is not None and (self.best is None or value - self.best > noise_margin(
+                value, self.n_validation, self.n_se)):
+            self.best, self.since = value, 0
+        else:
+            self.since += 1
+        if self.since >= self.patience:
+            self.stopped = True
+            study.stop()
+
+
 def _sampler(optuna, seed: int):
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
 
@@ -315,15 +347,19 @@ def _pruner(optuna):
 CATCH = (ValueError, ArithmeticError, np.linalg.LinAlgError)  # a failed trial, not a run
 
 
-def _optimize(study, config, build, parts, deadline) -> tuple[list, bool]:
-    """Trials in this process until the study holds ``tune.trials`` of them or the budget
-    ends; (this process's trial records, whether the budget stopped it)."""
+def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
+    """Trials in this process until the study holds ``tune.trials`` of them, patience runs
+    out or the budget ends; (this process's trial records, what stopped it early: "budget",
+    "patience" or None)."""
     from llc_bench.coding.anchors import anchor_memo
 
     optuna = _optuna()
     objective = _Objective(config, build, parts, deadline)
-    limit = config["tune"]["trials"]
-    callbacks = [objective.stop_on_budget]
+    tune = config["tune"]
+    limit = tune["trials"]
+    patience = _Patience(tune.get("patience"), sum(len(p[3]) for p in parts),
+                         float(tune.get("keep_default_se") or 0.0))
+    callbacks = [objective.stop_on_budget, patience]
     if limit is not None:
         with warnings.catch_warnings():  # "experimental" in optuna 2.x
             warnings.simplefilter("ignore")
@@ -331,10 +367,13 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, bool]:
     with anchor_memo():
         study.optimize(objective, n_trials=None if limit is None else limit,
                        callbacks=callbacks, catch=CATCH)
-    return objective.records, limit is None or len(study.trials) < limit
+    if patience.stopped:
+        return objective.records, "patience"
+    return objective.records, ("budget" if limit is None or len(study.trials) < limit
+                               else None)
 
 
-def _worker(storage, seed, config, build, parts, deadline) -> tuple[list, bool]:
+def _worker(storage, seed, config, build, parts, deadline) -> tuple[list, str | None]:
     """One process of a parallel selection: the shared study, a sampler of its own seed."""
     optuna = _optuna()
     study = optuna.load_study(study_name="tune", storage=storage,
@@ -389,7 +428,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         else:  # one shared study (SQLite), trials in `workers` processes (joblib)
             from joblib import Parallel, delayed
 
-            first_records = []
+            first_records: list = []
             if first is not None:  # the enqueued defaults here first: two processes popping
                 # one waiting trial race in optuna 2.x's RDB storage (a UNIQUE-constraint error)
                 first_records, _ = _optimize(study, {**config, "tune": {**tune, "trials": 1}},
@@ -397,9 +436,10 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
             done = Parallel(n_jobs=workers)(
                 delayed(_worker)(storage, seed + i, config, build, parts, deadline)
                 for i in range(workers))
-            records = sorted((r for rs, _ in [(first_records, False), *done] for r in rs),
+            records = sorted((r for rs, _ in [(first_records, None), *done] for r in rs),
                              key=lambda r: r["number"])
-            stopped = any(s for _, s in done)
+            stopped = next((s for _, s in done if s == "budget"),
+                           next((s for _, s in done if s), None))
             study = optuna.load_study(study_name="tune", storage=storage)
             study = _Frozen(study.trials)
     seconds = time.perf_counter() - started
@@ -417,7 +457,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "validation_rows": min(len(y), sum(len(va) for _, va in splits)),
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
-        "stopped_by": "budget" if stopped else "trials",
+        "stopped_by": stopped or "trials",
         "workers": workers,
         "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]}, "seconds": seconds,
         "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
@@ -425,7 +465,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
                       "on one SQLite study" if workers > 1 else "")
                    + (", the defaults first" if first is not None else ""),
         "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
-        "keep_default_se": tune.get("keep_default_se"),
+        "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
         "at_edge": _edges(space, chosen),
         "trials": records,
     }
