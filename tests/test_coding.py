@@ -121,6 +121,13 @@ def test_soft_knn_formula_and_auto_beta(data):
     assert auto.beta_ == pytest.approx(1.0 / spread)
     with pytest.raises(ConfigError):
         SoftKNNCoding(k=4).encode(X, V)  # auto β not fitted
+    # beta_scale multiplies β (auto or a number); None is β itself, bit for bit
+    assert SoftKNNCoding(k=4, beta_scale=None).fit(X, V, random_state=0).beta_ == auto.beta_
+    sharp = SoftKNNCoding(k=4, beta_scale=3.0).fit(X, V, random_state=0)
+    assert sharp.beta_ == pytest.approx(3.0 * auto.beta_, rel=1e-15)
+    assert SoftKNNCoding(k=4, beta=0.3, beta_scale=0.5).fit(X, V).beta_ == pytest.approx(0.15)
+    with pytest.raises(ConfigError, match="beta_scale"):
+        SoftKNNCoding(k=4, beta_scale=0.0)
 
 
 @pytest.mark.parametrize("name", sorted(CODINGS))

@@ -133,6 +133,20 @@ def test_budget_is_respected(tmp_path):
     assert report["seconds"] <= 2 * 1.2
 
 
+def test_a_null_option_is_tried_as_what_it_stands_for(tmp_path):
+    """sapl searches the soft-assignment sharpness, a factor on beta=auto whose config
+    default is null (the runs from before it keep their keys): the defaults' first trial
+    tries it as 1, the value the space says a null stands for."""
+    X, y = _xor(300, 0)
+    config = compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=2",
+                         "tune.budget_s=null", "trainer.epochs=2", tmp_path=tmp_path)
+    resolved = prepare_config(config)
+    assert resolved["coding"]["beta_scale"] is None
+    assert resolved["tune"]["space"]["coding.beta_scale"]["null_means"] == 1.0
+    _, report = select(resolved, X, np.where(y, 1, -1), build_estimator)
+    assert report["defaults_first"] and report["trials"][0]["params"]["coding.beta_scale"] == 1.0
+
+
 def test_patience_stops_a_study_that_no_longer_improves(tmp_path):
     """Every setting scores the same: the defaults set the bar, three trials in a row do not
     beat it, the study stops there (counted in trials: the same on any machine)."""

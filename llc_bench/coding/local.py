@@ -240,23 +240,29 @@ class InverseDistanceCoding(LocalCoding):
 
 
 class SoftKNNCoding(LocalCoding):
-    """LLC-SAPL eq. 2: γ_j = exp(-β d_j)/Σ_l exp(-β d_l) over the k nearest, stable form."""
+    """LLC-SAPL eq. 2: γ_j = exp(-β d_j)/Σ_l exp(-β d_l) over the k nearest, stable form.
+    β is ``beta`` (or with "auto" one over the median spread of a row's k squared
+    distances above its nearest), times ``beta_scale`` (None = 1)."""
 
     name = "soft_knn"
-    options = ("beta",)
+    options = ("beta", "beta_scale")
     kernel_kind = KERNEL_SOFT_KNN
 
-    def __init__(self, k: int = 8, beta: float | str = "auto", max_fit_rows: int = 5000):
+    def __init__(self, k: int = 8, beta: float | str = "auto", beta_scale: float | None = None,
+                 max_fit_rows: int = 5000):
         super().__init__(k)
-        self.beta = beta
+        self.beta, self.beta_scale = beta, beta_scale
         self.max_fit_rows = max_fit_rows
-        self.beta_: float | None = None if beta == "auto" else float(beta)
         if beta != "auto" and not float(beta) > 0:
             raise ConfigError(f"soft_knn beta must be > 0 or 'auto', got {beta!r}")
+        if beta_scale is not None and not float(beta_scale) > 0:
+            raise ConfigError(f"soft_knn beta_scale must be > 0, got {beta_scale!r}")
+        self._factor = 1.0 if beta_scale is None else float(beta_scale)
+        self.beta_: float | None = None if beta == "auto" else self._factor * float(beta)
 
     def fit(self, X, anchors, random_state=None):
         if self.beta != "auto":
-            self.beta_ = float(self.beta)
+            self.beta_ = self._factor * float(self.beta)
             return self
         n = X.shape[0]
         rows = np.arange(n)
@@ -266,7 +272,7 @@ class SoftKNNCoding(LocalCoding):
         k = min(self.k, anchors.shape[0])
         _, d, _ = knn_sq_distances(X[rows], anchors, k)
         spread = np.median((d - d.min(axis=1, keepdims=True)).mean(axis=1))
-        self.beta_ = float(1.0 / spread) if spread > 0 else 1.0
+        self.beta_ = self._factor * (float(1.0 / spread) if spread > 0 else 1.0)
         return self
 
     def weights_from_sq_distances(self, d, scale):
@@ -278,7 +284,8 @@ class SoftKNNCoding(LocalCoding):
         return w
 
     def params(self):
-        return {**super().params(), "beta": self.beta, "beta_": self.beta_}
+        return {**super().params(), "beta": self.beta, "beta_scale": self.beta_scale,
+                "beta_": self.beta_}
 
     def kernel_param(self) -> float:
         if self.beta_ is None:

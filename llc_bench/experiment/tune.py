@@ -83,8 +83,13 @@ def search_space(model: str) -> dict[str, dict] | None:
     path = _conf_dir() / "search" / f"{model}.yaml"
     if not path.is_file():
         return None
-    params = OmegaConf.select(OmegaConf.load(path), "hydra.sweeper.params") or {}
-    return {key: _parse(key, text) for key, text in params.items()}
+    conf = OmegaConf.load(path)
+    params = OmegaConf.select(conf, "hydra.sweeper.params") or {}
+    space = {key: _parse(key, text) for key, text in params.items()}
+    for key, value in (OmegaConf.select(conf, "null_means") or {}).items():
+        if key in space:  # the value a null in the run config stands for (its first trial)
+            space[key]["null_means"] = value
+    return space
 
 
 def get_dotted(config: Mapping, dotted: str):
@@ -221,10 +226,13 @@ def _suggest(trial, key: str, dim: Mapping):
 
 
 def _default_trial(config: Mapping, space: Mapping) -> dict | None:
-    """The model's own setting as a first trial, when it lies in the space."""
+    """The model's own setting as a first trial, when it lies in the space (a null option
+    tried as the value the space says it stands for: ``null_means``)."""
     params = {}
     for key, dim in space.items():
         value = get_dotted(config, key)
+        if value is None:
+            value = dim.get("null_means")
         if dim["kind"] == "choice":
             if value not in dim["values"]:
                 return None

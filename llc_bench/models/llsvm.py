@@ -217,7 +217,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "n_anchors": [COUNT], "k": [COUNT], "coding": [StrOptions(set(CODINGS))],
-        "beta": [POSITIVE, StrOptions({"auto"})], "power": [POSITIVE],
+        "beta": [POSITIVE, StrOptions({"auto"})], "beta_scale": [POSITIVE, None],
+        "power": [POSITIVE],
         "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "lambda_": [REGULARISATION],
         "epochs": [COUNT0], "t0": [POSITIVE, StrOptions({"calibrate", "svmsgd2"}), None],
         "bias_scale": [NON_NEGATIVE, StrOptions({"auto"})], "skip": [COUNT, None],
@@ -512,6 +513,9 @@ class LLSVMClassifier(_LocalSVMBase):
         LLC-SAPL eq. 2), or LLC-JO's adaptive k*-NN coding (k = cap on k*).
     beta : float or "auto", default "auto"
         β of ``soft_knn`` (see ``llc_bench.coding.local`` for "auto").
+    beta_scale : float or None, default None
+        A factor on that β (None = 1): the sharpness a selection searches, free of the
+        data's scale when ``beta="auto"``.
     power : float, default 1.0
         Exponent p of ``inverse_distance`` weights 1/||x - v||^p (2 = the
         released code's variant).
@@ -614,6 +618,7 @@ class LLSVMClassifier(_LocalSVMBase):
         k=8,
         coding="inverse_distance",
         beta="auto",
+        beta_scale=None,
         power=1.0,
         anchor_method="kmeans",
         lambda_=1e-4,
@@ -645,6 +650,7 @@ class LLSVMClassifier(_LocalSVMBase):
         self.k = k
         self.coding = coding
         self.beta = beta
+        self.beta_scale = beta_scale
         self.power = power
         self.anchor_method = anchor_method
         self.lambda_ = lambda_
