@@ -155,7 +155,10 @@ def run_one(train: Path, test: Path, model: str, results_dir: Path, tune: str,
         overrides.append(f"tune={tune}")
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose("run", overrides=overrides)
-    return run_experiment(OmegaConf.to_container(cfg, resolve=True), echo=lambda line: None)
+    fixed = tuple(o.split("=", 1)[0].lstrip("+~") for o in extra  # as on the command line:
+                  if "=" in o and not o.startswith("tune."))  # a key set is not searched
+    return run_experiment(OmegaConf.to_container(cfg, resolve=True), echo=lambda line: None,
+                          fixed=fixed)
 
 
 def main(argv=None) -> None:
