@@ -601,40 +601,13 @@ class LLSVMClassifier(_LocalSVMBase):
         (``tests/test_sgd_dtype.py``); the same model on usps, letter and mnist.
     """
 
-    def __init__(
-        self,
-        *,
-        n_anchors=100,
-        k=8,
-        coding="inverse_distance",
-        beta="auto",
-        power=1.0,
-        anchor_method="kmeans",
-        lambda_=1e-4,
-        epochs=10,
-        t0=None,
-        bias_scale="auto",
-        skip=None,
-        init="liblinear",
-        use_W=True,
-        max_nnz=DEFAULT_MAX_NNZ,
-        history=True,
-        random_state=None,
-        mu=1.0,
-        learn_anchors=False,
-        anchor_scale=1.0,
-        anchor_step_max=None,
-        lambda_grid=None,
-        cv_folds=5,
-        cv_max_rows=None,
-        kmeans_sample=20000,
-        kmeans_tol=None,
-        init_solver="dual_cd",
-        init_eps=None,
-        calibration_passes=None,
-        calibration_coarse_step=None,
-        sgd_dtype=None,
-    ):
+    def __init__(self, *, n_anchors=100, k=8, coding="inverse_distance", beta="auto", power=1.0,
+                 anchor_method="kmeans", lambda_=1e-4, epochs=10, t0=None, bias_scale="auto",
+                 skip=None, init="liblinear", use_W=True, max_nnz=DEFAULT_MAX_NNZ, history=True,
+                 random_state=None, mu=1.0, learn_anchors=False, anchor_scale=1.0,
+                 anchor_step_max=None, lambda_grid=None, cv_folds=5, cv_max_rows=None,
+                 kmeans_sample=20000, kmeans_tol=None, init_solver="dual_cd", init_eps=None,
+                 calibration_passes=None, calibration_coarse_step=None, sgd_dtype=None):
         store_params(self, locals())
 
 
