@@ -347,8 +347,10 @@ def tune_command(argv: list[str]) -> None:
     tune=auto, space conf/search/MODEL.yaml) and write them as the preset
     conf/tuned/MODEL_DATASET.yaml, with the command, space, budget, seed and scores in its
     header. An existing preset is the first trial and is replaced only by a setting that
-    scores at least as well."""
-    from llc_bench.experiment.tuning import tune_preset
+    scores at least as well. With --from-sweep, the best trial of the Optuna study of a
+    sweep (llc-bench run -m model=MODEL dataset=DATASET +search=MODEL
+    +dataset.validation=F) is written instead."""
+    from llc_bench.experiment.tuning import tune_preset, write_tuned
 
     parser = command_parser("tune", tune_command.__doc__)
     parser.add_argument("model", help="a model preset, e.g. llsvm")
@@ -361,11 +363,24 @@ def tune_command(argv: list[str]) -> None:
     parser.add_argument("--preset-keys", action="store_true",
                         help="search only the keys the existing preset sets (a table preset: "
                         "the paper's fixed settings stay fixed)")
+    parser.add_argument("--from-sweep", action="store_true",
+                        help="search nothing: write the best trial of the sweep's Optuna study "
+                        "<model>_<dataset>_seed<seed> (--force replaces an existing preset)")
+    parser.add_argument("--results-dir", default="results-scratch",
+                        help="with --from-sweep: the store holding optuna.db "
+                        "(default: results-scratch)")
     args = parser.parse_intermixed_args(argv)
     check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
-    path, report = tune_preset(args.model, args.dataset, seed=args.seed,
-                               overrides=tuple(args.overrides), out=args.out, force=args.force,
-                               preset_keys=args.preset_keys)
+    if args.from_sweep:
+        if args.overrides or args.preset_keys:
+            raise ConfigError("--from-sweep writes the study's best trial as it is: no "
+                              "overrides, no --preset-keys")
+        path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
+                           args.force)
+    else:
+        path, _ = tune_preset(args.model, args.dataset, seed=args.seed,
+                              overrides=tuple(args.overrides), out=args.out, force=args.force,
+                              preset_keys=args.preset_keys)
     print(path.read_text(), end="")
     print(f"wrote {path}")
 
