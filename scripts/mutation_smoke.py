@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Mutation smoke check (issue 20): plant known bugs one at a time in a temporary copy of
+"""Mutation smoke check (does a bug made the same way in a kernel and in its reference
+get caught?): plant known bugs one at a time in a temporary copy of
 the project and assert that the fast tests fail for each.
 
 The copy holds llc_bench/ (with conf/ at llc_bench/conf, the installed layout), tests/ and

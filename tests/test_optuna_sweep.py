@@ -77,7 +77,7 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
 
 
 def test_a_sweep_on_own_files_scores_held_out_training_rows(tmp_path, capsys):
-    """Issue 41.1: on own files the trials score the held-out quarter of the training
+    """On own files the trials score the held-out quarter of the training
     rows, never the test file."""
     import numpy as np
 

@@ -21,7 +21,7 @@ variant.  Choices the papers leave open, made here:
 * K and the local C by leave-one-out on ``n_cv_points`` random training points: each
   one's neighbours are searched in the whole training split minus itself, which is one
   neighbour query for the whole grid.  ``C=None`` (the default) chooses C jointly with
-  K over ``C_grid``; a number fixes it (C=1 before LLC issue #14).
+  K over ``C_grid``; a number fixes it (older records: C fixed at 1).
 """
 
 from __future__ import annotations
