@@ -41,6 +41,7 @@ commands:
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
   tune       select a model's hyper-parameters on a dataset's training split and write the
              preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
+             (--from-sweep: the best trial of a +search=MODEL sweep's Optuna study)
   models     list the model presets, or one preset's parameters (default, allowed values,
              what each does): llc-bench models llsvm
   predict    apply a model kept with save_model=true to a data file:
