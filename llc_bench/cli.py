@@ -11,6 +11,7 @@ listed at the end (each also leaves its line in ``<job dir>/error.txt``).
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from llc_bench import console
+from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, LLCBenchError
 
 DEBUG_ENV = "LLC_BENCH_DEBUG"
@@ -39,6 +41,7 @@ commands:
              show the composed config: llc-bench run --cfg job; options: llc-bench run --help
   tune       select a model's hyper-parameters on a dataset's training split and write the
              preset conf/tuned/MODEL_DATASET.yaml: llc-bench tune llsvm usps
+             (--from-sweep: the best trial of a +search=MODEL sweep's Optuna study)
   models     list the model presets, or one preset's parameters (default, allowed values,
              what each does): llc-bench models llsvm
   predict    apply a model kept with save_model=true to a data file:
@@ -296,13 +299,11 @@ def run_command(argv: list[str]) -> None:
 
 def datasets_command(argv: list[str]) -> None:
     """`llc-bench datasets [list | info NAME | fetch NAME | convert NAME]`."""
-    import argparse
     import json
 
     from llc_bench.data import dataset_spec, dataset_status, fetch_dataset, list_datasets
 
-    parser = argparse.ArgumentParser(prog="llc-bench datasets",
-                                     description="List, describe or fetch the datasets.")
+    parser = command_parser("datasets", "List, describe or fetch the datasets.")
     parser.add_argument("action", nargs="?", default="list", choices=["list", "info", "fetch",
                                                                   "convert"])
     parser.add_argument("name", nargs="?", help="a dataset name (see `llc-bench datasets list`)")
@@ -343,19 +344,16 @@ def datasets_command(argv: list[str]) -> None:
 
 
 def tune_command(argv: list[str]) -> None:
-    """`llc-bench tune MODEL DATASET [overrides]`: select on the training split, write the
-    preset conf/tuned/<model>_<dataset>.yaml."""
-    import argparse
+    """Select a model's hyper-parameters on a dataset's training split (the procedure of
+    tune=auto, space conf/search/MODEL.yaml) and write them as the preset
+    conf/tuned/MODEL_DATASET.yaml, with the command, space, budget, seed and scores in its
+    header. An existing preset is the first trial and is replaced only by a setting that
+    scores at least as well. With --from-sweep, the best trial of the Optuna study of a
+    sweep (llc-bench run -m model=MODEL dataset=DATASET +search=MODEL
+    +dataset.validation=F) is written instead."""
+    from llc_bench.experiment.tuning import tune_preset, write_tuned
 
-    from llc_bench.experiment.tuning import tune_preset
-
-    parser = argparse.ArgumentParser(
-        prog="llc-bench tune",
-        description="Select a model's hyper-parameters on a dataset's training split (the "
-        "procedure of tune=auto, space conf/search/MODEL.yaml) and write them as the preset "
-        "conf/tuned/MODEL_DATASET.yaml, with the command, space, budget, seed and scores in "
-        "its header. An existing preset is the first trial and is replaced only by a setting "
-        "that scores at least as well.")
+    parser = command_parser("tune", tune_command.__doc__)
     parser.add_argument("model", help="a model preset, e.g. llsvm")
     parser.add_argument("dataset", help="a dataset config, e.g. usps")
     parser.add_argument("overrides", nargs="*",
@@ -366,11 +364,24 @@ def tune_command(argv: list[str]) -> None:
     parser.add_argument("--preset-keys", action="store_true",
                         help="search only the keys the existing preset sets (a table preset: "
                         "the paper's fixed settings stay fixed)")
+    parser.add_argument("--from-sweep", action="store_true",
+                        help="search nothing: write the best trial of the sweep's Optuna study "
+                        "<model>_<dataset>_seed<seed> (--force replaces an existing preset)")
+    parser.add_argument("--results-dir", default="results-scratch",
+                        help="with --from-sweep: the store holding optuna.db "
+                        "(default: results-scratch)")
     args = parser.parse_intermixed_args(argv)
     check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
-    path, report = tune_preset(args.model, args.dataset, seed=args.seed,
-                               overrides=tuple(args.overrides), out=args.out, force=args.force,
-                               preset_keys=args.preset_keys)
+    if args.from_sweep:
+        if args.overrides or args.preset_keys:
+            raise ConfigError("--from-sweep writes the study's best trial as it is: no "
+                              "overrides, no --preset-keys")
+        path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
+                           args.force)
+    else:
+        path, _ = tune_preset(args.model, args.dataset, seed=args.seed,
+                              overrides=tuple(args.overrides), out=args.out, force=args.force,
+                              preset_keys=args.preset_keys)
     print(path.read_text(), end="")
     print(f"wrote {path}")
 
@@ -388,21 +399,23 @@ def version() -> str:
         return __version__
 
 
-def predict_command(argv: list[str]) -> None:
-    """`llc-bench predict MODEL_FILE DATA_FILE [--out PATH]`."""
-    import argparse
+def _model_file_parser(command: str, description: str):
+    """The parser of a command on a kept model: its first argument is the model file."""
+    parser = command_parser(command, description)
+    parser.add_argument("model", help="a model file (.llcm)")
+    return parser
 
+
+def predict_command(argv: list[str]) -> None:
+    """Apply a model kept by `llc-bench run ... save_model=true`
+    (<results_dir>/models/<hash>.llcm) to a CSV or svmlight file read with the training
+    file's options; writes one row per input (predicted label, decision values, and the
+    file's label when it has one) and prints the accuracy when the file has labels. The file
+    is read and scored in blocks of lines (files larger than memory); --out appears whole or
+    not at all."""
     from llc_bench.experiment.predict import predict_file
 
-    parser = argparse.ArgumentParser(
-        prog="llc-bench predict",
-        description="Apply a model kept by `llc-bench run ... save_model=true` "
-        "(<results_dir>/models/<hash>.llcm) to a CSV or svmlight file read with the training "
-        "file's options; writes one row per input (predicted label, decision values, and the "
-        "file's label when it has one) and prints the accuracy when the file has labels. "
-        "The file is read and scored in blocks of lines (files larger than memory); --out "
-        "appears whole or not at all.")
-    parser.add_argument("model", help="a model file (.llcm)")
+    parser = _model_file_parser("predict", predict_command.__doc__)
     parser.add_argument("data", help="a data file in the training file's format")
     parser.add_argument("--out", help="write the predictions here (CSV; default: stdout)")
     args = parser.parse_args(argv)
@@ -410,21 +423,29 @@ def predict_command(argv: list[str]) -> None:
 
 
 def export_command(argv: list[str]) -> None:
-    """`llc-bench export MODEL_FILE --onnx OUT`."""
-    import argparse
-
+    """Write a kept model (save_model=true) as an ONNX graph that takes the raw features
+    (float64) and returns the decision values, the saved preprocessing included: every
+    family but SVM-KNN and lcc_svm_lcc (linear, kernel, Nystroem, LL-SVM, LCC+SVM, LLC-SAPL,
+    LLC-JO, ML3, OCC, LDKL, CSVM)."""
     from llc_bench.experiment.onnx_export import export_onnx
 
-    parser = argparse.ArgumentParser(
-        prog="llc-bench export",
-        description="Write a kept model (save_model=true) as an ONNX graph that takes the raw "
-        "features (float64) and returns the decision values, the saved preprocessing "
-        "included: every family but SVM-KNN and lcc_svm_lcc (linear, kernel, Nystroem, "
-        "LL-SVM, LCC+SVM, LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM).")
-    parser.add_argument("model", help="a model file (.llcm)")
+    parser = _model_file_parser("export", export_command.__doc__)
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
     args = parser.parse_args(argv)
     print(f"wrote {export_onnx(args.model, args.onnx)}")
+
+
+#: subcommand -> "module:function(argv)", imported when the command runs
+COMMANDS = {
+    "run": "llc_bench.cli:run_command", "datasets": "llc_bench.cli:datasets_command",
+    "tune": "llc_bench.cli:tune_command", "predict": "llc_bench.cli:predict_command",
+    "export": "llc_bench.cli:export_command",
+    "models": "llc_bench.experiment.presets:models_command",
+    "results": "llc_bench.experiment.query:results_command",
+    "runs": "llc_bench.experiment.query:results_command",
+    "tables": "llc_bench.tables.command:tables_command",
+    "figures": "llc_bench.tables.command:figures_command",
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -445,34 +466,15 @@ def main(argv: list[str] | None = None) -> None:
     command, rest = argv[0], argv[1:]
     console.install()
     try:
-        if command == "run":
-            run_command(rest)
-        elif command == "datasets":
-            datasets_command(rest)
-        elif command == "tune":
-            tune_command(rest)
-        elif command == "predict":
-            predict_command(rest)
-        elif command == "export":
-            export_command(rest)
-        elif command == "models":
-            from llc_bench.experiment.presets import models_command
-
-            models_command(rest)
-        elif command in ("results", "runs"):
-            from llc_bench.experiment.query import results_command
-
-            results_command(rest)
-        elif command in ("tables", "figures"):
-            from llc_bench.tables.command import figures_command, tables_command
-
-            # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
-            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-            (tables_command if command == "tables" else figures_command)(rest)
-        else:
+        if command not in COMMANDS:
             fail(f"unknown command {command!r} (choose from: run, tune, models, predict, "
                  "export, datasets, tables, figures, results)",
                  code=2)
+        if command in ("tables", "figures"):
+            # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
+            signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        module, function = COMMANDS[command].split(":")
+        getattr(importlib.import_module(module), function)(rest)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
     except BrokenPipeError:
         console.stdout_closed()

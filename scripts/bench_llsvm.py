@@ -1,24 +1,24 @@
 #!/usr/bin/env python
-"""Benchmark of LL-SVM training (issues 3 and 17), one child process per fit.
+"""Benchmark of LL-SVM training speed, one child process per fit.
 
-Default mode (issue 17): for each dataset (usps, letter, mnist; the tuned ``llsvm``
-preset, 10 epochs, no history) and each setting (``default`` = today's numerics, then
-each named set of other parameters in ``--other``, by default ``v4``: the SGD defaults
-before numerics v5, float64 weights and the whole η0 grid), one fit in a fresh
-process; prints the
-phases anchors, encode, init, SGD (10 epochs, with the η0 calibration and the per-epoch
-objective), predict (the test set), their sum, the ratios anchors/SGD and init/SGD, the
-10-class SGD epoch over the distance-GEMM floor (X·Vᵀ, same N, D, m), the LIBLINEAR
-problems that hit the iteration cap, test accuracy and the peak RSS of the process
-(loading included).  Thread counts are taken from the environment (run with
-OMP_NUM_THREADS=1 ... for the single-threaded figures the tables use).  ``--peer DIR``
-also times Ladický's released C++ LL-SVM (built from github
+Default mode (the training-speed targets): for each dataset (usps, letter, mnist; the
+tuned ``llsvm`` preset, 10 epochs, no history) and each setting (``default`` = today's
+numerics, then each named set of other parameters in ``--other``, by default ``v4``: the
+SGD defaults before numerics v5, float64 weights and the whole η0 grid), one fit in a
+fresh process; prints the phases anchors, encode, init, SGD (10 epochs, with the η0
+calibration and the per-epoch objective), predict (the test set), their sum, the ratios
+anchors/SGD and init/SGD, the 10-class SGD epoch over the distance-GEMM floor (X·Vᵀ,
+same N, D, m), the LIBLINEAR problems that hit the iteration cap, test accuracy and the
+peak RSS of the process (loading included). Thread counts are taken from the environment
+(run with OMP_NUM_THREADS=1 ... for the single-threaded figures the tables use).
+``--peer DIR`` also times Ladický's released C++ LL-SVM (built from github
 aydindemircioglu/LocallyLinearSVM in DIR, never committed) on the same preprocessed
 arrays, and prints our whole fit over its training time.
 
-``--synthetic`` (issue 3): fixed anchors (m=100, k=8) on synthetic MNIST-sized data
-and, with ``--ijcnn PATH``, ijcnn1: the GEMM floor, encode, the LIBLINEAR init, one SGD
-epoch with the numba kernel and the numpy reference, prediction per sample.
+``--synthetic`` (the first numba kernel's benchmark): fixed anchors (m=100, k=8) on
+synthetic MNIST-sized data and, with ``--ijcnn PATH``, ijcnn1: the GEMM floor, encode,
+the LIBLINEAR init, one SGD epoch with the numba kernel and the numpy reference,
+prediction per sample.
 
     .venv/bin/python scripts/bench_llsvm.py --datasets usps,letter,mnist [--peer /tmp/peer]
     .venv/bin/python scripts/bench_llsvm.py --synthetic [--ijcnn PATH]

@@ -1,4 +1,4 @@
-"""Sparse-data benchmark (issue 16, item 6): LL-SVM, SAPL and ML3 on a synthetic RCV1-shaped
+"""Sparse-data benchmark (sparse data stay sparse): LL-SVM, SAPL and ML3 on a synthetic RCV1-shaped
 CSR set, kept sparse end to end.  Prints per model (each fitted in its own child process, so
 the peak RSS is that model's, data included): peak RSS, seconds per phase, test accuracy.
 

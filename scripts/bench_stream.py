@@ -1,4 +1,4 @@
-"""Out-of-core benchmark (issue 16): stream ``dataset=infimnist`` through an llc_sgd model.
+"""Out-of-core benchmark: stream ``dataset=infimnist`` through an llc_sgd model.
 
 Prints rows, peak RSS, seconds per phase, SGD epoch time against the distance-GEMM floor
 (one pass of X·Vᵀ over the same N, D, m), and test accuracy.  The generated row store is

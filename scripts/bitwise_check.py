@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Do the working tree and a git revision fit bitwise the same models? (issue 17)
+"""Do the working tree and a git revision fit bitwise the same models?
 
 Exports ``llc_bench`` of REV (default HEAD) to a temporary directory, fits the same
 (dataset, model) pairs with both in separate single-threaded processes (configs from

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Mutation smoke check (issue 20): plant known bugs one at a time in a temporary copy of
+"""Mutation smoke check (does a bug made the same way in a kernel and in its reference
+get caught?): plant known bugs one at a time in a temporary copy of
 the project and assert that the fast tests fail for each.
 
 The copy holds llc_bench/ (with conf/ at llc_bench/conf, the installed layout), tests/ and
@@ -68,7 +69,7 @@ MUTANTS = (
             (REFERENCE, "if r < 0.8:", "if r < 0.5:", 1)),
            SGD_TESTS),
     Mutant("skip decay on every step (kernel and reference)",
-           ((KERNEL, "if count <= 0:", "if True:", 4),
+           ((KERNEL, "if count <= 0:", "if True:", 1),
             (REFERENCE, "if count <= 0:", "if True:", 1)),
            SGD_TESTS),
     Mutant("fold branch: W *= sw deleted",
@@ -83,8 +84,7 @@ MUTANTS = (
             (REFERENCE, "c = eta * anchor_scale * g * s", "c = -eta * anchor_scale * g * s", 1)),
            SGD_TESTS),
     Mutant("bias_scale dropped from the b step (kernel and reference)",
-           ((KERNEL, "g * bias_scale / sb", "g / sb", 2),
-            (KERNEL, "gc * bias_scale / sb", "gc / sb", 2),
+           ((KERNEL, "g * bias_scale / sb", "g / sb", 3),
             (REFERENCE, "eta * bias_scale * y[c] * gam", "eta * y[c] * gam", 2)),
            SGD_TESTS),
 )

@@ -1,4 +1,4 @@
-"""Issue #18, data side: bad or ambiguous data files through `llc-bench run dataset=file`.
+"""Input hardening, data side: bad or ambiguous data files through `llc-bench run dataset=file`.
 
 Each case runs the console entry in-process (``llc_bench.cli.main``) with the results store
 and the data home in ``tmp_path``. A user mistake must end as exactly one

@@ -21,7 +21,7 @@ def test_svm_knn_on_banana(tmp_path, mirror):
     m = record["metrics"]
     assert m["test_accuracy"] >= 0.895
     assert 0.0 < m["test_hinge"] < 0.4
-    selected = record["fit_info"]["selected"]  # K and the local C by leave-one-out (issue 14)
+    selected = record["fit_info"]["selected"]  # K and the local C by leave-one-out
     C_grid = record["config"]["trainer"]["C_grid"]
     assert selected["n_neighbors"] in (20, 40, 80) and selected["C"] in C_grid
     assert len(C_grid) == 6 and len(record["fit_info"]["cv"]["results"]) == 3 * len(C_grid)

@@ -1,4 +1,4 @@
-"""Hyper-parameters chosen by CV where the papers tuned them (issue #14): a one-value grid
+"""Hyper-parameters chosen by CV where the papers tuned them: a one-value grid
 skips the CV, a multi-value grid records its scores and whether it chose an edge."""
 
 import numpy as np

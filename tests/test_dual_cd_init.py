@@ -1,4 +1,4 @@
-"""The ``dual_cd`` init (issue 17): LIBLINEAR -s 3's dual coordinate descent on implicit
+"""The ``dual_cd`` init: LIBLINEAR -s 3's dual coordinate descent on implicit
 z = γ(x) ⊗ [x; 1] reaches the optimum LIBLINEAR reaches on the z it builds."""
 
 import numba

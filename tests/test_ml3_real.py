@@ -2,7 +2,7 @@
 
 The UCI test runs the paper's protocol in full (10 random splits, lambda by
 5-fold CV on each training split). For usps / letter the lambda that the same
-CV selects (30/n and 1/n; see the closing note of issue 6) is fixed, to keep
+CV selects (30/n and 1/n, on the full protocol) is fixed, to keep
 the suite fast.
 """
 

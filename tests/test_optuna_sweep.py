@@ -52,6 +52,15 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
     assert preset["trainer"]["lambda_"] == best["trainer.lambda_"]
     assert preset["coding"] == {"k": best["coding.k"], "power": best["coding.power"]}
 
+    # the same through the command line: `llc-bench tune MODEL DATASET --from-sweep`
+    capsys.readouterr()
+    cli_out = tmp_path / "tuned" / "cli.yaml"
+    main(["tune", "llsvm", "banana", "--from-sweep", "--results-dir", str(results),
+          "--out", str(cli_out)])
+    assert cli_out.read_text() == text
+    assert f"wrote {cli_out}" in capsys.readouterr().out
+    assert "llc-bench tune llsvm banana --seed 0 --from-sweep" in text
+
     # seeded: the same command on a fresh store proposes the same first trials
     again = tmp_path / "again"
     _sweep(again, "+dataset.validation=0.25", "hydra.sweeper.n_trials=2")
@@ -68,7 +77,7 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
 
 
 def test_a_sweep_on_own_files_scores_held_out_training_rows(tmp_path, capsys):
-    """Issue 41.1: on own files the trials score the held-out quarter of the training
+    """On own files the trials score the held-out quarter of the training
     rows, never the test file."""
     import numpy as np
 

@@ -72,7 +72,6 @@ EXPENSIVE = {
     "make ": "builds a virtualenv or runs the suite, tables or figures (`make run`'s runs "
              "are the quick-start test above and tests/test_first_hour.py's clone)",
     "ray ": "starts or stops a Ray cluster",
-    "python scripts/write_tuned.py": "needs an Optuna study of the sweep above",
     "llc-bench run -m": "a sweep: minutes to hours (its estimate: tests/test_first_hour.py)",
     "llc-bench run dataset=ijcnn": "CV over 50,000 rows (about a minute)",
     "llc-bench run dataset=banana model=kernel": "RBF grid CV (tens of seconds)",

@@ -128,8 +128,8 @@ def test_every_tuned_preset_applies_to_its_model_and_dataset(tuned, tmp_path):
 
 @pytest.mark.parametrize("model", ["llsvm", "sapl"])
 def test_phase_timings_are_measured_and_add_up_to_train(tmp_path, model):
-    """Every phase is non-negative and the phases add up to `train` within 5% (LLC issue
-    #17: the epoch-0 history used to be subtracted from an SGD timer it ran outside of)."""
+    """Every phase is non-negative and the phases add up to `train` within 5% (the
+    epoch-0 history used to be subtracted from an SGD timer it ran outside of)."""
     cfg = compose_run(f"model={model}", "coding.n_anchors=20", "trainer.epochs=3",
                       tmp_path=tmp_path)
     runner.run_experiment(cfg, echo=lambda line: None)  # on a fresh machine: compiles

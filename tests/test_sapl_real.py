@@ -1,4 +1,5 @@
-"""LLC-SAPL, SAPL-lcc and LLC-JO on real data through the runner (issue 4 targets).
+"""LLC-SAPL, SAPL-lcc and LLC-JO on real data through the runner (the accuracy targets of
+their tables).
 
 The cheap datasets with the mean of seeds 0-2 (banana, magic04), one seed of
 ijcnn, usps and phishing; letter, skin, connect4 and the 3-seed means of the
@@ -79,11 +80,11 @@ def test_ijcnn_one_seed_sapl_target_and_jo_hinge_at_the_papers(runs):
     sapl, _, _ = runs("sapl", "ijcnn", (0,))
     jo, jo_hinge, _ = runs("jo", "ijcnn", (0,))
     llsvm, _, _ = runs("llsvm", "ijcnn", (0,))
-    # Since the SGD keeps its best epoch by training objective (issue 14), SAPL and LL-SVM
+    # Since the SGD keeps its best epoch by training objective, SAPL and LL-SVM
     # tie on ijcnn (98.30 / 98.31 on seed 0; the paper's gap is 98.79 vs 98.04).
     assert sapl[0] >= 0.980 and sapl[0] >= llsvm[0] - 0.001
     # JO's test hinge against the paper's (0.0683 ± 0.0024), not against our SAPL: with
-    # the converged dual_cd init (issue 17) our SAPL's hinge (0.057 on seed 0) is far
+    # the converged dual_cd init our SAPL's hinge (0.057 on seed 0) is far
     # below the JO paper's SAPL (0.1054) and ties JO's (0.060)
     assert jo[0] >= 0.970 and jo_hinge[0] <= 0.0683 + 2 * 0.0024
 
@@ -98,7 +99,8 @@ def test_usps_one_seed_sapl_keeps_its_init_and_the_papers_level(runs):
     # SAPL Table 2: 94.46 vs LL-SVM 93.67. Under the old schedule SAPL reached 94.5 on seed 0
     # with a training objective above its LIBLINEAR init (2x after epoch 1, 1.03x after 10);
     # no SGD epoch lowers the objective of that exact init here, so the kept model is the
-    # init itself (issue 14) and SAPL sits at LL-SVM's level, 0.7 below the paper's SAPL.
+    # init itself (the best epoch by training objective) and SAPL sits at LL-SVM's level,
+    # 0.7 below the paper's SAPL.
     sapl, _, records = runs("sapl", "usps", (0,))
     llsvm, _, _ = runs("llsvm", "usps", (0,))
     sgd = records[0]["fit_info"]["sgd"]

@@ -1,4 +1,4 @@
-"""``sgd_dtype="float32"`` (issue 16): the SGD updates a float32 copy of W.  It must
+"""``sgd_dtype="float32"``: the SGD updates a float32 copy of W.  It must
 really run in float32 (W's values are float32 numbers, and differ from the float64 run)
 and stay within float32 rounding of the float64 run: the same η0, kept epoch and
 predictions, decision values within 1e-5 of their scale."""

@@ -1,5 +1,5 @@
 """SGD that keeps what LIBLINEAR found: the warm-start η0 calibration, the kept epoch and
-the divergence restart (issue #14), on a problem where SVMSGD2's η0 = λ^(-1/4) diverges."""
+the divergence restart, on a problem where SVMSGD2's η0 = λ^(-1/4) diverges."""
 
 import numpy as np
 import pytest

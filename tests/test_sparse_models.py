@@ -1,4 +1,4 @@
-"""Sparse data stay sparse (issue 16, item 6): the learned-anchor SGD (SAPL / JO), ML3 and
+"""Sparse data stay sparse: the learned-anchor SGD (SAPL / JO), ML3 and
 LDKL train and predict on CSR rows and give the dense result on a small dense-able problem."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fast LIBLINEAR input paths (issue 17) give bitwise the nodes and models of the slow ones.
+"""The fast LIBLINEAR input paths give bitwise the nodes and models of the slow ones.
 
 Each test computes both paths in the same process: LIBLINEAR's own ``problem()`` on the
 Kronecker CSR matrix (the committed path) against the nodes written straight from x and

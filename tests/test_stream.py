@@ -1,4 +1,4 @@
-"""Out-of-core data (issue 16): row store, conversion (resumable), streamed loading."""
+"""Out-of-core data: row store, conversion (resumable), streamed loading."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming trainers (issue 16): a one-chunk stream is the in-memory fit, bit for bit;
+"""Streaming trainers: a one-chunk stream is the in-memory fit, bit for bit;
 more chunks reach about the same accuracy; models that cannot stream say so."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_prefetching_the_next_chunk_changes_no_number(data, monkeypatch):
 
 
 def test_ijcnn_streamed_in_seven_chunks_is_within_a_third_of_a_point(tmp_path, mirror):
-    """Real data (issue 16): LL-SVM on IJCNN1 (49,990 rows) from its svmlight row store in
+    """Real data: LL-SVM on IJCNN1 (49,990 rows) from its svmlight row store in
     7 chunks of 8,192 rows against the in-memory fit; test accuracy within 0.3 points."""
     from conftest import compose_run
 
@@ -127,7 +127,7 @@ def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
 
 def test_the_kernel_scales_stored_pixels_as_the_source_does(tmp_path):
     """Epochs after the first train on the stored uint8 rows, whose values the kernel
-    looks up row by row (issue 16): the same W and b, bit for bit, as on the float64
+    looks up row by row: the same W and b, bit for bit, as on the float64
     chunk the source builds with its numpy passes (x · value_scale − mean) / scale."""
     from llc_bench.models import llc_sgd
 

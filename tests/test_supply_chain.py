@@ -1,4 +1,4 @@
-"""Supply chain (#18 items 14-15): pinned digests, paths kept inside the data home or a mirror,
+"""Supply chain: pinned digests, paths kept inside the data home or a mirror,
 packaged spec names only, https-only downloads. The network is never used."""
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def test_every_download_is_pinned_or_says_why():
             assert len(entry.sha256) == 64 and not set(entry.sha256) - set("0123456789abcdef")
     assert set(UPSTREAM) == used, "rows of the checksum table that no spec uses"
     pinned = {url for url, (sha, _) in UPSTREAM.items() if sha != UNKNOWN}
-    assert len(pinned) >= 18  # 13 files before #18 (15 URLs: MNIST has two each) + 3
+    # 13 files before the input hardening (15 URLs: MNIST has two each) + 3
+    assert len(pinned) >= 18
 
 
 def test_pins_match_the_shared_copies(mirror):

@@ -12,11 +12,11 @@ estimator a run of a preset would build, from Python.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
 from importlib.resources import files
 
+from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, did_you_mean
 from llc_bench.experiment.runner import BUILT_IN_CODINGS, _show, estimator_class
 
@@ -184,9 +184,8 @@ def _table(rows: list[dict], columns: list[tuple[str, str]]) -> list[str]:
 
 def models_command(argv: list[str], echo=print) -> None:
     """`llc-bench models [NAME]`: the model presets, or one preset's parameters."""
-    parser = argparse.ArgumentParser(
-        prog="llc-bench models",
-        description="List the model presets (conf/model/*.yaml), or show one preset's "
+    parser = command_parser(
+        "models", "List the model presets (conf/model/*.yaml), or show one preset's "
         "parameters: default, allowed values, what tune=auto searches, and what each does.")
     parser.add_argument("name", nargs="?", help="a model preset, e.g. llsvm")
     args = parser.parse_args(argv)

@@ -10,7 +10,6 @@ and exports it.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import math
@@ -20,6 +19,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, ResultsError
 from llc_bench.experiment.results import NON_SEMANTIC_KEYS, ResultsStore, output_file
 
@@ -252,9 +252,8 @@ def _shown(frame, extra: list[str]):
 
 def results_command(argv: list[str], echo=print) -> None:
     """`llc-bench results`: list, filter and export the run records."""
-    parser = argparse.ArgumentParser(
-        prog="llc-bench results",
-        description="List the run records of a results store as a table (filtered), or "
+    parser = command_parser(
+        "results", "List the run records of a results store as a table (filtered), or "
         "export them with the run config flattened into dotted columns.")
     parser.add_argument("--results-dir", default="results-scratch",
                         help="results store (default: results-scratch, where `llc-bench run` "

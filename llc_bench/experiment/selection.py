@@ -1,8 +1,9 @@
 """Which hyper-parameters a run chose by cross-validation at the edge of its grid.
 
-A CV choice at the smallest or largest grid value may mean the grid is too narrow
-(LLC issue #14).  Every estimator records its CV in ``fit_info`` in one of a few shapes;
-:func:`grid_edges` reads them all, so old records are checked the same way as new ones.
+A CV choice at the smallest or largest grid value may mean the grid is too narrow (the
+linear C grid once stopped at 2^-5, where CV kept choosing its low edge).  Every
+estimator records its CV in ``fit_info`` in one of a few shapes; :func:`grid_edges` reads
+them all, so old records are checked the same way as new ones.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ training rows held out (``dataset.validation``); the test set is never read.  Th
 kept in ``<results_dir>/optuna.db`` (SQLite) as ``<model>_<dataset>_seed<seed>``, so a
 second call resumes it.  Then
 
-``python scripts/write_tuned.py --model llsvm --dataset banana``
+``llc-bench tune llsvm banana --from-sweep``
 
 writes the best trial's parameters to ``conf/tuned/llsvm_banana.yaml``, with a comment
 saying how they were chosen.
@@ -15,8 +15,6 @@ saying how they were chosen.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, ResultsError
@@ -117,39 +115,12 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
         "# Reproduce with",
         f"#   llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
         f"+dataset.validation={validation or '0.25'}",
-        f"#   python scripts/write_tuned.py --model {model} --dataset {dataset} --seed {seed}",
+        f"#   llc-bench tune {model} {dataset} --seed {seed} --from-sweep",
     ]
     body = OmegaConf.to_yaml(OmegaConf.create(_nested(dict(trial.params))))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(comment) + "\n" + body)
     return out
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="write_tuned.py",
-        description="Write the best trial of an Optuna study (llc-bench run -m ... "
-        "+search=MODEL +dataset.validation=F) into conf/tuned/<model>_<dataset>.yaml.")
-    parser.add_argument("--model", required=True, help="model preset, e.g. llsvm")
-    parser.add_argument("--dataset", required=True, help="dataset config, e.g. banana")
-    parser.add_argument("--seed", type=int, default=0, help="the sweep's seed (default: 0)")
-    parser.add_argument("--results-dir", default="results-scratch",
-                        help="the store holding optuna.db (default: results-scratch)")
-    parser.add_argument("--out", help="output file (default: conf/tuned/<model>_<dataset>.yaml)")
-    parser.add_argument("--force", action="store_true", help="replace an existing file")
-    args = parser.parse_args(argv)
-    try:
-        path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
-                           args.force)
-    except (ConfigError, ResultsError) as err:
-        print(f"write_tuned.py: error: {err}", file=sys.stderr)
-        raise SystemExit(1) from None
-    print(path.read_text(), end="")
-    print(f"wrote {path}")
-
-
-if __name__ == "__main__":
-    main()
 
 
 def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=None,

@@ -83,6 +83,78 @@ def _skip_decay(W, b, sw, sb, t, t0, skip, use_W):
     return sw, sb
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _end_step(W, b, sw, sb, t, t0, count, skip, use_W):
+    """After a step: Alg. 1's skip counter, the skip decay every ``skip`` steps (eq. 13;
+    SAPL eq. 19) and t counting the step.  Returns (sw, sb, t, count)."""
+    count -= 1
+    if count <= 0:
+        sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
+        count = skip
+    return sw, sb, t + 1, count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unscale(W, b, sw, sb):
+    """End of an epoch: the scales folded back into W and b."""
+    if sw != 1.0:
+        W *= sw
+    if sb != 1.0:
+        b *= sb
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_dense(W, b, j, c, g, x, sw, sb, bias_scale, use_W):
+    """One anchor's update for output c on a violation, g = η y γ_j: W[j, c] += g x
+    (eq. 11; SAPL eq. 17) and b[c, j] += g with the bias-corrected rate (eq. 12; SAPL eq.
+    18), on the stored arrays (W_true = sw·W, b_true = sb·b)."""
+    if use_W:
+        gw = g / sw
+        for d in range(W.shape[2]):
+            W[j, c, d] += gw * x[d]
+    b[c, j] += g * bias_scale / sb
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step_csr(W, b, j, c, g, data, indices, lo, hi, sw, sb, bias_scale, use_W):
+    """:func:`_step_dense` for the CSR row ``data[lo:hi]``, ``indices[lo:hi]``."""
+    if use_W:
+        gw = g / sw
+        for q in range(lo, hi):
+            W[j, c, indices[q]] += gw * data[q]
+    b[c, j] += g * bias_scale / sb
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert_nearest(e, j, cnt, k, idx, dist):
+    """Anchor j at squared distance e into the buffer of the ``cnt`` nearest so far (at
+    most k, ascending by (distance, index)); returns the new count."""
+    if cnt < k or e < dist[cnt - 1]:
+        a = cnt if cnt < k else k - 1
+        while a > 0 and dist[a - 1] > e:
+            dist[a] = dist[a - 1]
+            idx[a] = idx[a - 1]
+            a -= 1
+        dist[a] = e
+        idx[a] = j
+        if cnt < k:
+            cnt += 1
+    return cnt
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _anchor_step(Y, i, viol, h, f, a, g, eta, anchor_scale, step_max):
+    """The fraction c of active anchor a's move v += c (x - v): η·scale·g_a Σ_c y_c (h_c,a
+    - f_c) over the violated outputs (SAPL eq. 16, 21; JO eq. 24), clipped to
+    [-step_max, step_max]."""
+    s = 0.0
+    for c in range(viol.shape[0]):
+        if viol[c]:
+            s += Y[i, c] * (h[c, a] - f[c])
+    step = eta * anchor_scale * g[a] * s
+    return min(max(step, -step_max), step_max)
+
+
 @njit(cache=True, nogil=True, fastmath=True, inline="always")
 def _class_dots(W, j, x, out):
     """out[c] = W[j, c]·x for every class c, four (then two, then one) classes per pass
@@ -182,6 +254,8 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
         for c in range(n_cls):
             y = Y[i, c]
             if 1.0 - y * f[c] > 0.0:  # hinge violated (class c's update leaves f_c' alone)
+                # :func:`_step_dense` written out: inlined here, LLVM's fastmath rounds
+                # this hottest loop differently (W not bitwise the same)
                 for a in range(k):
                     j = idx[i, a]
                     g = eta * y * gam[i, a]
@@ -190,15 +264,9 @@ def sgd_epoch_dense(X, Y, idx, gam, order, W, b, lam, t0, t, count, skip, bias_s
                         for d in range(D):
                             W[j, c, d] += gw * x[d]
                     b[c, j] += g * bias_scale / sb  # eq. (12) with the bias-corrected rate
-        count -= 1
-        if count <= 0:  # skip regularisation, eq. (13); b instead of W for LCC+SVM
-            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
-            count = skip
-        t += 1
-    if sw != 1.0:
-        W *= sw
-    if sb != 1.0:
-        b *= sb
+        # skip regularisation, eq. (13); b instead of W for LCC+SVM
+        sw, sb, t, count = _end_step(W, b, sw, sb, t, t0, count, skip, use_W)
+    _unscale(W, b, sw, sb)
     return t, count
 
 
@@ -226,23 +294,11 @@ def sgd_epoch_csr(
                         s += W[j, c, indices[q]] * data[q]
                 f += gam[i, a] * (sw * s + sb * b[c, j])
             if 1.0 - y * f > 0.0:
-                for a in range(k):
-                    j = idx[i, a]
-                    g = eta * y * gam[i, a]
-                    if use_W:  # eq. (11) on the non-zeros of x
-                        gw = g / sw
-                        for q in range(lo, hi):
-                            W[j, c, indices[q]] += gw * data[q]
-                    b[c, j] += g * bias_scale / sb  # eq. (12)
-        count -= 1
-        if count <= 0:  # eq. (13)
-            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
-            count = skip
-        t += 1
-    if sw != 1.0:
-        W *= sw
-    if sb != 1.0:
-        b *= sb
+                for a in range(k):  # eq. (11)-(12) on the non-zeros of x
+                    _step_csr(W, b, idx[i, a], c, eta * y * gam[i, a], data, indices, lo, hi,
+                              sw, sb, bias_scale, use_W)
+        sw, sb, t, count = _end_step(W, b, sw, sb, t, t0, count, skip, use_W)  # eq. (13)
+    _unscale(W, b, sw, sb)
     return t, count
 
 
@@ -298,16 +354,7 @@ def _nearest(x, V, k, idx, dist):
         for d in range(D):
             e = x[d] - V[j, d]
             s += e * e
-        if cnt < k or s < dist[cnt - 1]:  # insertion into the sorted buffer
-            a = cnt if cnt < k else k - 1
-            while a > 0 and dist[a - 1] > s:
-                dist[a] = dist[a - 1]
-                idx[a] = idx[a - 1]
-                a -= 1
-            dist[a] = s
-            idx[a] = j
-            if cnt < k:
-                cnt += 1
+        cnt = _insert_nearest(s, j, cnt, k, idx, dist)
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -411,34 +458,18 @@ def sgd_epoch_anchors_dense(
             # anchors first, pre-update W, b: v_j += η·scale·Σ_c y_c ∂f_c/∂v_j (eq. 16, 21)
             for a in range(ka):
                 j = idx[a]
-                s = 0.0
-                for c in range(n_cls):
-                    if viol[c]:
-                        s += Y[i, c] * (h[c, a] - f[c])
-                step = eta * anchor_scale * g[a] * s
-                step = min(max(step, -step_max), step_max)  # optional trust region
+                step = _anchor_step(Y, i, viol, h, f, a, g, eta, anchor_scale, step_max)
                 for d in range(D):
                     V[j, d] += step * (X[i, d] - V[j, d])
             for c in range(n_cls):
                 if not viol[c]:
                     continue
-                for a in range(ka):
-                    j = idx[a]
-                    gc = eta * Y[i, c] * gam[a]
-                    if use_W:  # eq. (17): W[j] += η y γ_j x
-                        gw = gc / sw
-                        for d in range(D):
-                            W[j, c, d] += gw * X[i, d]
-                    b[c, j] += gc * bias_scale / sb  # eq. (18), bias-corrected rate
-        count -= 1
-        if count <= 0:  # eq. (19); b instead of W for SAPL-lcc
-            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
-            count = skip
-        t += 1
-    if sw != 1.0:
-        W *= sw
-    if sb != 1.0:
-        b *= sb
+                for a in range(ka):  # eq. (17)-(18)
+                    _step_dense(W, b, idx[a], c, eta * Y[i, c] * gam[a], X[i], sw, sb,
+                                bias_scale, use_W)
+        # eq. (19); b instead of W for SAPL-lcc
+        sw, sb, t, count = _end_step(W, b, sw, sb, t, t0, count, skip, use_W)
+    _unscale(W, b, sw, sb)
     return t, count
 
 
@@ -457,17 +488,7 @@ def _nearest_csr(data, indices, lo, hi, xx, U, s, vv, k, xv, idx, dist):
     cnt = 0
     for j in range(m):
         xv[j] *= s[j]
-        e = max(xx - 2.0 * xv[j] + vv[j], 0.0)
-        if cnt < k or e < dist[cnt - 1]:
-            a = cnt if cnt < k else k - 1
-            while a > 0 and dist[a - 1] > e:
-                dist[a] = dist[a - 1]
-                idx[a] = idx[a - 1]
-                a -= 1
-            dist[a] = e
-            idx[a] = j
-            if cnt < k:
-                cnt += 1
+        cnt = _insert_nearest(max(xx - 2.0 * xv[j] + vv[j], 0.0), j, cnt, k, idx, dist)
 
 
 @njit(cache=True, nogil=True, fastmath=True)
@@ -531,12 +552,7 @@ def sgd_epoch_anchors_csr(
         if any_viol:
             for a in range(ka):  # eq. (16, 21): anchors first, pre-update W, b
                 j = idx[a]
-                acc = 0.0
-                for c in range(n_cls):
-                    if viol[c]:
-                        acc += Y[i, c] * (h[c, a] - f[c])
-                step = eta * anchor_scale * g[a] * acc
-                step = min(max(step, -step_max), step_max)
+                step = _anchor_step(Y, i, viol, h, f, a, g, eta, anchor_scale, step_max)
                 if step == 0.0:
                     continue
                 r = 1.0 - step
@@ -560,23 +576,11 @@ def sgd_epoch_anchors_csr(
             for c in range(n_cls):
                 if not viol[c]:
                     continue
-                for a in range(ka):
-                    j = idx[a]
-                    gc = eta * Y[i, c] * gam[a]
-                    if use_W:  # eq. (17) on the non-zeros of x
-                        gw = gc / sw
-                        for q in range(lo, hi):
-                            W[j, c, indices[q]] += gw * data[q]
-                    b[c, j] += gc * bias_scale / sb  # eq. (18)
-        count -= 1
-        if count <= 0:  # eq. (19)
-            sw, sb = _skip_decay(W, b, sw, sb, t, t0, skip, use_W)
-            count = skip
-        t += 1
-    if sw != 1.0:
-        W *= sw
-    if sb != 1.0:
-        b *= sb
+                for a in range(ka):  # eq. (17)-(18) on the non-zeros of x
+                    _step_csr(W, b, idx[a], c, eta * Y[i, c] * gam[a], data, indices, lo, hi,
+                              sw, sb, bias_scale, use_W)
+        sw, sb, t, count = _end_step(W, b, sw, sb, t, t0, count, skip, use_W)  # eq. (19)
+    _unscale(W, b, sw, sb)
     for j in range(m):
         for d in range(D):
             V[j, d] = s[j] * U[d, j]

@@ -33,6 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.coding.anchors import fit_anchors
+from llc_bench.models._base import LabelsFromScoresMixin, store_params
 from llc_bench.models._validation import (
     COUNT,
     FINITE,
@@ -75,7 +76,8 @@ def augment(X, clusters, n_clusters, lambda_, bias=1.0):
     return sp.hstack([X * (1.0 / np.sqrt(lambda_)), local], format="csr")
 
 
-class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, ClassifierMixin,
+                             BaseEstimator):
     """Clustered SVM (Gu & Han, AISTATS 2013): k-means + one LIBLINEAR problem on the
     augmented features.  ``C=None`` chooses C by ``cv_folds``-fold CV over ``C_grid``
     (on a stratified subsample of ``cv_max_rows`` rows when given; the final fit uses all);
@@ -88,18 +90,9 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, n_clusters=8, lambda_=1.0, C=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
+    def __init__(self, *, n_clusters=8, lambda_=1.0, C=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
                  cv_max_rows=None, bias=1.0, tol=None, kmeans_max_iter=300, random_state=0):
-        self.n_clusters = n_clusters
-        self.lambda_ = lambda_
-        self.C = C
-        self.cv_folds = cv_folds
-        self.C_grid = C_grid
-        self.cv_max_rows = cv_max_rows
-        self.bias = bias
-        self.tol = tol
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _fit_augmented(self, Xa, y, C):
         return fit_liblinear(Xa, y, C=C, solver="l2_hinge", bias=0.0, eps=self.tol,
@@ -177,7 +170,3 @@ class ClusteredSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             rows = order[bounds[c]:bounds[c + 1]]
             scores[rows] = np.asarray(X[rows] @ self.coef_[c].T) + self.intercept_[c]
         return scores
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -17,6 +17,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
+from llc_bench.models._base import store_params
 from llc_bench.models._validation import (
     FOLDS,
     POSITIVE,
@@ -53,18 +54,10 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
+    def __init__(self, *, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, cv_max_rows=None, cache_size=1000.0,
                  tol=1e-3, random_state=0):
-        self.C = C
-        self.gamma = gamma
-        self.cv_folds = cv_folds
-        self.C_grid = C_grid
-        self.gamma_factors = gamma_factors
-        self.cv_max_rows = cv_max_rows
-        self.cache_size = cache_size
-        self.tol = tol
-        self.random_state = random_state
+        store_params(self, locals())
 
     def fit(self, X, y, eval_set=None):
         validate_params(self)

@@ -48,10 +48,10 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.llc import llc_codes
+from ._base import LinearOnFeaturesMixin, linear_scores, store_params
 from ._validation import (
     COUNT,
     FINITE,
@@ -60,16 +60,16 @@ from ._validation import (
     Grid,
     SparseInputMixin,
     check_fit_data,
-    check_predict_data,
     labels_from_scores,
     validate_params,
 )
 from .kronecker import build_kronecker
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import DEFAULT_C_GRID, _scores, cross_validate_C
+from .linear import DEFAULT_C_GRID, cross_validate_C
 
 
-class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class LCCLinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMixin,
+                             BaseEstimator):
     """Linear SVM (LIBLINEAR) on LLC codes over k-means anchors (Yu et al. 2009;
     codes: Wang et al. 2010's approximated LLC encoding).
 
@@ -98,24 +98,17 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "bias": [FINITE], "random_state": ["random_state"],
     }
 
-    def __init__(self, n_anchors=512, k=5, reg=1e-4, anchor_method="kmeans", C=None,
+    def __init__(self, *, n_anchors=512, k=5, reg=1e-4, anchor_method="kmeans", C=None,
                  C_grid=DEFAULT_C_GRID, cv_folds=5, solver="l2_hinge", bias=1.0,
                  random_state=0):
-        self.n_anchors = n_anchors
-        self.k = k
-        self.reg = reg
-        self.anchor_method = anchor_method
-        self.C = C
-        self.C_grid = C_grid
-        self.cv_folds = cv_folds
-        self.solver = solver
-        self.bias = bias
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _codes(self, X):
         """The (n, m) CSR matrix of LLC codes of X."""
         code = llc_codes(X, self.anchors_, self.k_, self.reg)
         return build_kronecker(X, code, self.anchors_.shape[0], include_x=False)
+
+    _features = _codes  # what the LIBLINEAR model reads
 
     def _fit_codes(self, Z, y, C, seed):
         return fit_liblinear(Z, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
@@ -143,7 +136,7 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
 
             def fit_fold(Zf, yf, C):
                 W, b = self._fit_codes(Zf, yf, C, seed)
-                return lambda Zv: labels_from_scores(labels, np.asarray(_scores(Zv, W, b)))
+                return lambda Zv: labels_from_scores(labels, np.asarray(linear_scores(Zv, W, b)))
 
             cv_scores = cross_validate_C(Z, y, self.C_grid, self.cv_folds, seed, fit_fold)
             self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
@@ -166,13 +159,3 @@ class LCCLinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                        "k": self.k_, "reg": float(self.reg), "features": "codes"},
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) one-vs-rest scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(self._codes(X), self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -58,6 +58,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import store_params
 from ._ldkl_kernel import ldkl_sgd_steps, ldkl_sgd_steps_csr
 from ._validation import (
     COUNT,
@@ -71,6 +72,7 @@ from ._validation import (
     labels_from_scores,
     validate_params,
 )
+from .history import History, accuracy, mean_hinge
 
 #: Rows drawn to set the gate sharpness (the reference's NumberOfSamplesForGammaUpdate).
 GATE_SAMPLE = 100
@@ -208,21 +210,10 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, depth=3, lambda_w=0.1, lambda_theta=0.01, lambda_theta_prime=0.01,
+    def __init__(self, *, depth=3, lambda_w=0.1, lambda_theta=0.01, lambda_theta_prime=0.01,
                  sigma=1.0, n_iter=15000, batch_size=None, gate_scale=0.1,
                  anneal_doublings=10.0, gate_every=100, history=True, random_state=0):
-        self.depth = depth
-        self.lambda_w = lambda_w
-        self.lambda_theta = lambda_theta
-        self.lambda_theta_prime = lambda_theta_prime
-        self.sigma = sigma
-        self.n_iter = n_iter
-        self.batch_size = batch_size
-        self.gate_scale = gate_scale
-        self.anneal_doublings = anneal_doublings
-        self.gate_every = gate_every
-        self.history = history
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _gate_sharpness(self, X, rows, Th, t, T):
         """s = gate_scale / mean|θ_lᵀx̃| over the sampled rows, annealed by 2^(A t / T)."""
@@ -260,41 +251,36 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         rng = np.random.default_rng(seed)
 
         t_start = time.perf_counter()
-        hist_time = 0.0
         W = rng.uniform(-1.0, 1.0, size=(K, M, d + 1))  # the reference's initialisation
         Th = rng.uniform(-1.0, 1.0, size=(K, L, d + 1))
         Tp = rng.uniform(-1.0, 1.0, size=(K, M, d + 1))
         s = np.ones(K)
         stream = _BatchStream(rng, n)
-        history = []
+        history = History("iteration")
         test = None
         if self.history and eval_set is not None:
             Xt = check_predict_data(self, eval_set[0])
             test = (Xt, np.asarray(eval_set[1]))
 
         def record(t):
-            t0 = time.perf_counter()
-            obj = sum(smoothed_objective(X, Y[c], W[c], Th[c], Tp[c], lam_w=lam[0],
-                                         lam_th=lam[1], lam_tp=lam[2], sigma=sigma,
-                                         s=s[c])[0] for c in range(K))
-            F = self._scores(X, W, Th, Tp)
-            entry = {"iteration": t, "epoch": t * B / n, "gate_sharpness": float(s.mean()),
-                     "objective": float(obj),
-                     "train_accuracy": float(np.mean(labels_from_scores(
-                         np.arange(len(self.classes_)), F) == y_idx)),
-                     "train_hinge": float(np.maximum(0.0, 1.0 - Y.T * F.reshape(n, -1)).mean())}
-            if test is not None:
-                Ft = self._scores(test[0], W, Th, Tp)
-                entry["test_accuracy"] = float(np.mean(
-                    labels_from_scores(self.classes_, Ft) == test[1]))
-            history.append(entry)
-            return time.perf_counter() - t0
+            with history.timed():
+                obj = sum(smoothed_objective(X, Y[c], W[c], Th[c], Tp[c], lam_w=lam[0],
+                                             lam_th=lam[1], lam_tp=lam[2], sigma=sigma,
+                                             s=s[c])[0] for c in range(K))
+                F = self._scores(X, W, Th, Tp)
+                test_metrics = {} if test is None else {"test_accuracy": accuracy(
+                    labels_from_scores(self.classes_, self._scores(test[0], W, Th, Tp)),
+                    test[1])}
+                history.add(t, float(obj), epoch=t * B / n, gate_sharpness=float(s.mean()),
+                            train_accuracy=accuracy(labels_from_scores(
+                                np.arange(len(self.classes_)), F), y_idx),
+                            train_hinge=mean_hinge(Y.T, F.reshape(n, -1)), **test_metrics)
 
         checkpoints = set(np.linspace(0, T, 11).round().astype(int).tolist())
         if self.history:
             rows0 = rng.integers(0, n, size=GATE_SAMPLE)
             s[:] = [self._gate_sharpness(X, rows0, Th[c], 1, T) for c in range(K)]
-            hist_time += record(0)
+            record(0)
         t = 0
         while t < T:
             steps = min(int(self.gate_every), T - t)
@@ -305,20 +291,20 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                 steps_kernel(*rows, Y[c], batches, t + 1, W[c], Th[c], Tp[c], *lam, sigma, s[c])
             next_t = t + steps
             if self.history and any(t < cp <= next_t for cp in checkpoints):
-                hist_time += record(next_t)
+                record(next_t)
             t = next_t
-        train_time = time.perf_counter() - t_start - hist_time
+        train_time = time.perf_counter() - t_start - history.seconds
 
         self.W_, self.theta_, self.theta_prime_, self.gate_sharpness_ = W, Th, Tp, s
         self.fit_info_ = {
-            "timings": {"cv": 0.0, "train": train_time, "history": hist_time},
+            "timings": {"cv": 0.0, "train": train_time, "history": history.seconds},
             "selected": {"batch_size": B, "n_iter": T, "epochs": T * B / n,
                          "gate_sharpness": [float(v) for v in s]},
             "model_size": {"depth": int(self.depth), "n_nodes": M, "n_internal": L,
                            "n_outputs": K, "n_features": d,
                            "nodes_per_prediction": int(self.depth) + 1,
                            "n_parameters": int(W.size + Th.size + Tp.size)},
-            "history": history,
+            "history": history.entries,
             "notes": notes,
         }
         return self

@@ -9,9 +9,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import StratifiedKFold, train_test_split
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from llc_bench import progress
+from llc_bench.models._base import LinearOnFeaturesMixin, linear_scores, store_params
 from llc_bench.models._validation import (
     FINITE,
     FOLDS,
@@ -19,17 +19,12 @@ from llc_bench.models._validation import (
     Grid,
     SparseInputMixin,
     check_fit_data,
-    check_predict_data,
     labels_from_scores,
     validate_params,
 )
 from llc_bench.models.liblinear_fit import SOLVERS, fit_liblinear
 
 DEFAULT_C_GRID = tuple(2.0 ** np.arange(-5, 11, 2))
-
-
-def _scores(X, W, b):
-    return X @ W.T + b if W.ndim == 2 else X @ W + b
 
 
 def cross_validate_C(X, y, C_grid, folds, seed, fit):
@@ -72,7 +67,8 @@ def cv_subsample(X, y, max_rows, seed):
     return X[keep], y[keep]
 
 
-class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMixin,
+                          BaseEstimator):
     """Linear SVM trained by LIBLINEAR (Fan et al., 2008).
 
     ``C=None`` chooses C by ``cv_folds``-fold cross-validation over ``C_grid``
@@ -89,15 +85,9 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, C=None, solver="l2_hinge", cv_folds=5, C_grid=DEFAULT_C_GRID,
+    def __init__(self, *, C=None, solver="l2_hinge", cv_folds=5, C_grid=DEFAULT_C_GRID,
                  cv_max_rows=None, bias=1.0, random_state=0):
-        self.C = C
-        self.solver = solver
-        self.cv_folds = cv_folds
-        self.C_grid = C_grid
-        self.cv_max_rows = cv_max_rows
-        self.bias = bias
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _fit_once(self, X, y, C):
         return fit_liblinear(X, y, C=C, solver=self.solver, bias=self.bias,
@@ -113,7 +103,7 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             def fit_fold(Xf, yf, C):
                 W, b = self._fit_once(Xf, yf, C)
                 return lambda Xv: labels_from_scores(np.arange(len(self.classes_)),
-                                                     _scores(Xv, W, b))
+                                                     linear_scores(Xv, W, b))
 
             X_cv, y_cv = cv_subsample(X, y, self.cv_max_rows, seed)
             cv_scores = cross_validate_C(X_cv, y_cv, self.C_grid, self.cv_folds, seed, fit_fold)
@@ -132,13 +122,3 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "model_size": {"n_weights": int(self.coef_.size + np.size(self.intercept_))},
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) per-class scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(X, self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -72,6 +72,7 @@ from ..coding.local import (
     coding_from_params,
 )
 from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
+from ._base import store_params
 from ._validation import (
     COUNT,
     COUNT0,
@@ -84,6 +85,7 @@ from ._validation import (
     check_anchor_counts,
     validate_params,
 )
+from .history import History, accuracy, mean_hinge
 from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
 from .linear import cross_validate_C, cv_subsample, grid_edge
 from .llc_sgd import (
@@ -124,7 +126,7 @@ def _index_predict(predict, classes):
     return lambda X: np.searchsorted(classes, predict(X))
 
 
-class _EpochHistory:
+class _EpochHistory(History):
     """The training objective that picks the kept epoch, and the per-epoch history of
     ``fit_info_["history"]`` (epoch 0 = after the init): objective, training accuracy and
     hinge, with ``eval_set`` the test ones, mean k* for variable-k codings.  With learned
@@ -133,14 +135,13 @@ class _EpochHistory:
     the history (not training)."""
 
     def __init__(self, est, X, y, y_idx, code, lam, eval_set, epochs):
+        super().__init__("epoch")
         self.est, self.X, self.y, self.code, self.lam = est, X, y, code, lam
         self.Y = labels_matrix(y_idx, len(est.classes_))  # ±1 targets of the rows
         self.learn = bool(est.learn_anchors)
         self.keep = bool(est.history)
         self.variable_k = bool(getattr(est.coding_, "variable_k", False))
-        self.entries: list = []
         self.epoch_stats: list = []  # the trainer appends the epoch's SGD statistics
-        self.seconds = 0.0
         self.last: dict = {}
         self.test = None
         if self.keep and eval_set is not None:  # test codes once; nothing is tuned on them
@@ -169,31 +170,24 @@ class _EpochHistory:
         self.bar.tick(epoch, self.last.get("objective"))
 
     def _record(self, epoch, W, b) -> None:
-        tic = time.perf_counter()
         est, F, code = self.est, self.last["F"], self.last["code"]
-        entry = {
-            "epoch": epoch,
-            "objective": self.last["objective"],
-            "train_hinge": float(np.maximum(0.0, 1.0 - self.Y * F).mean()),
-            "train_accuracy": float(np.mean(est._labels_from_scores(F) == self.y)),
-        }
-        if self.variable_k:
-            entry["train_mean_k"] = float(code.n_active.mean())
-        if epoch > 0 and self.epoch_stats:
-            entry["sgd_mean_k"] = self.epoch_stats[-1]["mean_k"]
-        if self.test is not None:
-            Xt, yt, code_t = self.test
-            if self.learn and epoch > 0:
-                code_t = est._encode(Xt)
-            Ft = decision_from_codes(Xt, code_t, W, b, est._use_W_fit)
-            entry["test_accuracy"] = float(np.mean(est._labels_from_scores(Ft) == yt))
-            entry["test_hinge"] = float(
-                np.maximum(0.0, 1.0 - self.Yt[self.known] * Ft[self.known]).mean())
+        with self.timed():
+            entry = {"train_hinge": mean_hinge(self.Y, F),
+                     "train_accuracy": accuracy(est._labels_from_scores(F), self.y)}
             if self.variable_k:
-                entry["test_mean_k"] = float(code_t.n_active.mean())
-        del self.entries[epoch:]  # a restarted run (divergence guard) overwrites its epochs
-        self.entries.append(entry)
-        self.seconds += time.perf_counter() - tic
+                entry["train_mean_k"] = float(code.n_active.mean())
+            if epoch > 0 and self.epoch_stats:
+                entry["sgd_mean_k"] = self.epoch_stats[-1]["mean_k"]
+            if self.test is not None:
+                Xt, yt, code_t = self.test
+                if self.learn and epoch > 0:
+                    code_t = est._encode(Xt)
+                Ft = decision_from_codes(Xt, code_t, W, b, est._use_W_fit)
+                entry["test_accuracy"] = accuracy(est._labels_from_scores(Ft), yt)
+                entry["test_hinge"] = mean_hinge(self.Yt[self.known], Ft[self.known])
+                if self.variable_k:
+                    entry["test_mean_k"] = float(code_t.n_active.mean())
+            self.add(epoch, self.last["objective"], **entry)
 
     def close(self) -> None:
         self.bar.close()
@@ -611,72 +605,15 @@ class LLSVMClassifier(_LocalSVMBase):
         (``tests/test_sgd_dtype.py``); the same model on usps, letter and mnist.
     """
 
-    def __init__(
-        self,
-        *,
-        n_anchors=100,
-        k=8,
-        coding="inverse_distance",
-        beta="auto",
-        beta_scale=None,
-        power=1.0,
-        anchor_method="kmeans",
-        lambda_=1e-4,
-        epochs=10,
-        t0=None,
-        bias_scale="auto",
-        skip=None,
-        init="liblinear",
-        use_W=True,
-        max_nnz=DEFAULT_MAX_NNZ,
-        history=True,
-        random_state=None,
-        mu=1.0,
-        learn_anchors=False,
-        anchor_scale=1.0,
-        anchor_step_max=None,
-        lambda_grid=None,
-        cv_folds=5,
-        cv_max_rows=None,
-        kmeans_sample=20000,
-        kmeans_tol=None,
-        init_solver="dual_cd",
-        init_eps=None,
-        calibration_passes=None,
-        calibration_coarse_step=None,
-        sgd_dtype=None,
-    ):
-        self.n_anchors = n_anchors
-        self.k = k
-        self.coding = coding
-        self.beta = beta
-        self.beta_scale = beta_scale
-        self.power = power
-        self.anchor_method = anchor_method
-        self.lambda_ = lambda_
-        self.epochs = epochs
-        self.t0 = t0
-        self.bias_scale = bias_scale
-        self.skip = skip
-        self.init = init
-        self.use_W = use_W
-        self.max_nnz = max_nnz
-        self.history = history
-        self.random_state = random_state
-        self.mu = mu
-        self.learn_anchors = learn_anchors
-        self.anchor_scale = anchor_scale
-        self.anchor_step_max = anchor_step_max
-        self.lambda_grid = lambda_grid
-        self.cv_folds = cv_folds
-        self.cv_max_rows = cv_max_rows
-        self.kmeans_sample = kmeans_sample
-        self.kmeans_tol = kmeans_tol
-        self.init_solver = init_solver
-        self.init_eps = init_eps
-        self.calibration_passes = calibration_passes
-        self.calibration_coarse_step = calibration_coarse_step
-        self.sgd_dtype = sgd_dtype
+    def __init__(self, *, n_anchors=100, k=8, coding="inverse_distance", beta="auto",
+                 beta_scale=None, power=1.0, anchor_method="kmeans", lambda_=1e-4, epochs=10,
+                 t0=None, bias_scale="auto",
+                 skip=None, init="liblinear", use_W=True, max_nnz=DEFAULT_MAX_NNZ, history=True,
+                 random_state=None, mu=1.0, learn_anchors=False, anchor_scale=1.0,
+                 anchor_step_max=None, lambda_grid=None, cv_folds=5, cv_max_rows=None,
+                 kmeans_sample=20000, kmeans_tol=None, init_solver="dual_cd", init_eps=None,
+                 calibration_passes=None, calibration_coarse_step=None, sgd_dtype=None):
+        store_params(self, locals())
 
 
 def _init_with(base_init, **defaults):

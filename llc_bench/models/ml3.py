@@ -47,6 +47,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
 from ..coding.local import row_sq_norms
+from ._base import store_params
 from ._ml3_kernel import latent_scores_rows, sgd_epoch, sgd_epoch_csr
 from ._validation import (
     COUNT,
@@ -57,6 +58,7 @@ from ._validation import (
     InvalidParameter,
     validate_params,
 )
+from .history import History, error
 from .linear import cv_subsample
 from .objective import objective
 
@@ -253,19 +255,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         "cv_max_rows": [FOLDS, None], "random_state": ["random_state"],
     }
 
-    def __init__(self, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
+    def __init__(self, *, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
                  n_init_epochs=1, lambda_grid=None, cv_folds=5, cv_max_rows=None,
                  random_state=None):
-        self.n_models = n_models
-        self.p = p
-        self.lambda_ = lambda_
-        self.lambda_grid = lambda_grid
-        self.cv_folds = cv_folds
-        self.cv_max_rows = cv_max_rows
-        self.n_iter = n_iter
-        self.averaging = averaging
-        self.n_init_epochs = n_init_epochs
-        self.random_state = random_state
+        store_params(self, locals())
 
     # -- sklearn plumbing -------------------------------------------------
     def __sklearn_is_fitted__(self):
@@ -367,7 +360,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         t_init = time.perf_counter() - t0
 
         # (3) CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2)
-        history, t_cccp, t_eval = [], 0.0, 0.0
+        history, t_cccp = History("iteration"), 0.0
         W = V.reshape(n_classes, m, d1)
         bar = progress.bar(total=self.n_iter, desc="CCCP", unit="iter")
         for it in range(self.n_iter):
@@ -387,9 +380,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             fold()
             t_cccp += time.perf_counter() - t0
 
-            t0 = time.perf_counter()
-            history.append(self._history_entry(it + 1, W, Xe, y_enc, lam, p, test, n_viol))
-            t_eval += time.perf_counter() - t0
+            with history.timed():
+                self._record(history, it + 1, W, Xe, y_enc, lam, p, test, n_viol)
             bar.set_postfix(violations=int(n_viol), refresh=False)
             bar.update()
         bar.close()
@@ -398,27 +390,23 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         self.lambda_used_ = lam
         self.hinge_defined_ = n_classes == 2
         self.fit_info_ = {
-            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "history": t_eval},
+            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "history": history.seconds},
             "selected": {"lambda": lam},
             "cv_error": cv_errors,
             "cv_rows": cv_rows,
-            "history": history,
+            "history": history.entries,
             "model_size": {"n_models": m, "n_params": int(W.size)},
         }
         return self
 
-    def _history_entry(self, iteration, W, Xe, y_enc, lam, p, test, n_viol):
+    def _record(self, history, iteration, W, Xe, y_enc, lam, p, test, n_viol):
+        """The history entry of a CCCP iteration: eq. 9's objective, the errors."""
         S = _class_scores(Xe, W, p)
-        entry = {
-            "iteration": iteration,
-            "objective": objective(lam, W, _margin_losses(S, y_enc)),
-            "train_error": float(np.mean(np.argmax(S, axis=1) != y_enc)),
-            "sgd_violations": int(n_viol),
-        }
-        if test is not None:
-            pred = self.classes_[np.argmax(_class_scores(test[0], W, p), axis=1)]
-            entry["test_error"] = float(np.mean(pred != test[1]))
-        return entry
+        test_metrics = {} if test is None else {"test_error": error(
+            self.classes_[np.argmax(_class_scores(test[0], W, p), axis=1)], test[1])}
+        history.add(iteration, objective(lam, W, _margin_losses(S, y_enc)),
+                    train_error=error(np.argmax(S, axis=1), y_enc),
+                    sgd_violations=int(n_viol), **test_metrics)
 
     # -- prediction -------------------------------------------------------
     def _scores(self, X):

@@ -52,9 +52,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import fit_anchors
+from ._base import LinearOnFeaturesMixin, linear_scores, store_params
 from ._validation import (
     COUNT,
     FINITE,
@@ -63,13 +63,12 @@ from ._validation import (
     Grid,
     SparseInputMixin,
     check_fit_data,
-    check_predict_data,
     labels_from_scores,
     validate_params,
 )
 from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, _scale_gamma
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import _scores, cross_validate_C
+from .linear import cross_validate_C
 
 LANDMARKS = ("kmeans", "random")
 
@@ -82,7 +81,8 @@ def nystroem_normalization(landmarks: np.ndarray, gamma: float, eig_rtol: float 
     return V[:, keep] / np.sqrt(s[keep])
 
 
-class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMixin,
+                            BaseEstimator):
     """Linear SVM (LIBLINEAR) on Nyström RBF features (Williams & Seeger 2001).
 
     Parameters
@@ -113,20 +113,10 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, n_components=500, landmarks="kmeans", gamma=None,
+    def __init__(self, *, n_components=500, landmarks="kmeans", gamma=None,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, C=None, C_grid=DEFAULT_C_GRID, cv_folds=5,
                  solver="l2_squared_hinge", bias=1.0, eig_rtol=1e-10, random_state=0):
-        self.n_components = n_components
-        self.landmarks = landmarks
-        self.gamma = gamma
-        self.gamma_factors = gamma_factors
-        self.C = C
-        self.C_grid = C_grid
-        self.cv_folds = cv_folds
-        self.solver = solver
-        self.bias = bias
-        self.eig_rtol = eig_rtol
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build_map(self, X, gamma, seed):
         """Set the feature map for ``gamma`` (landmarks_ already chosen for k-means)."""
@@ -174,7 +164,7 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
 
             def fit_fold(Ff, yf, C):
                 W, b = self._fit_features(Ff, yf, C, seed)
-                return lambda Fv: labels_from_scores(labels, np.asarray(_scores(Fv, W, b)))
+                return lambda Fv: labels_from_scores(labels, np.asarray(linear_scores(Fv, W, b)))
 
             cv_scores = []
             for g in gammas:
@@ -203,13 +193,3 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "landmarks": landmark_info,
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) one-vs-rest scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(self._features(X), self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -50,6 +50,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.occ import SVD_METHODS, VARIANTS, as_local_code, fit_bases, occ_codes
+from ._base import store_params
 from ._validation import (
     COUNT,
     COUNT0,
@@ -65,6 +66,7 @@ from ._validation import (
     labels_from_scores,
     validate_params,
 )
+from .history import History, accuracy
 from .kronecker import (
     DEFAULT_MAX_NNZ,
     build_kronecker,
@@ -131,30 +133,12 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         best epoch kept, divergence restarts), which change only the SGD solver."""
         return 2 if self.solver == "sgd" else 1
 
-    def __init__(self, variant=None, coding=None, n_basis=20, svd="auto",
+    def __init__(self, *, variant=None, coding=None, n_basis=20, svd="auto",
                  features="kronecker", solver="liblinear", loss="squared_hinge", C=1.0,
                  C_grid=DEFAULT_C_GRID, cv_folds=5, intercept="auto", max_nnz=DEFAULT_MAX_NNZ,
                  lambda_=1e-4, epochs=10, t0=None, bias_scale="auto", skip=None,
                  history=True, random_state=None):
-        self.variant = variant
-        self.coding = coding
-        self.n_basis = n_basis
-        self.svd = svd
-        self.features = features
-        self.solver = solver
-        self.loss = loss
-        self.C = C
-        self.C_grid = C_grid
-        self.cv_folds = cv_folds
-        self.intercept = intercept
-        self.max_nnz = max_nnz
-        self.lambda_ = lambda_
-        self.epochs = epochs
-        self.t0 = t0
-        self.bias_scale = bias_scale
-        self.skip = skip
-        self.history = history
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ------------------------------------------------------------- parameters
     _parameter_constraints = {
@@ -339,7 +323,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             test = (Xt, yt, np.zeros((epochs, Xt.shape[0], Y.shape[1]), np.float32))
         F_train = np.zeros((epochs, n, Y.shape[1]), np.float32) if record else None
         reg = np.zeros((len(groups), epochs))
-        runs, test_encode = [], 0.0
+        runs, test_encode, history = [], 0.0, History("epoch")
         for j, outs, _ in groups:
             basis = self.bases_[j]
             t = time.perf_counter()
@@ -359,13 +343,12 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             def callback(epoch, W, b, j=j, outs=outs, code_t=code_t, last=last):
                 if epoch == 0:
                     return
-                t_rec = time.perf_counter()
-                F_train[epoch - 1][:, outs] = last["F"]  # the objective's decision values
-                reg[j, epoch - 1] = regulariser(lam, W if use_W else b)
-                if test is not None:
-                    test[2][epoch - 1][:, outs] = decision_from_codes(test[0], code_t, W, b,
-                                                                      use_W)
-                timings["history"] += time.perf_counter() - t_rec
+                with history.timed():
+                    F_train[epoch - 1][:, outs] = last["F"]  # the objective's decision values
+                    reg[j, epoch - 1] = regulariser(lam, W if use_W else b)
+                    if test is not None:
+                        test[2][epoch - 1][:, outs] = decision_from_codes(test[0], code_t, W,
+                                                                          b, use_W)
 
             W = np.zeros((outs.size, basis.M, D))
             b = np.zeros((outs.size, basis.M))
@@ -380,23 +363,25 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             if use_W:
                 self.W_[outs, : basis.M] = W
             self.b_[outs, : basis.M] = b
-        timings["train"] -= timings["history"]
-        timings["history"] += test_encode
+        timings["train"] -= history.seconds
+        timings["history"] = history.seconds + test_encode
         info["solver"] = {"trainer": "llc_sgd (PEGASOS-style SGD, LL-SVM formulation)",
                           "per_basis_bias": True, "runs": runs}
         if record:
-            info["history"] = self._history(F_train, Y, y_idx, reg.sum(axis=0), test)
+            info["history"] = self._history(history, F_train, Y, y_idx, reg.sum(axis=0), test)
 
-    def _history(self, F_train, Y, y_idx, reg, test):
-        history = []
+    @staticmethod
+    def _history(history, F_train, Y, y_idx, reg, test) -> list:
+        """The entries from the epochs' decision values (the groups' planes together): the
+        objective's hinge summed over the outputs, as in the objective."""
         for e in range(F_train.shape[0]):
             hinge = float(ova_hinge(Y, F_train[e]).mean())
-            entry = {"epoch": e + 1, "objective": float(reg[e]) + hinge, "train_hinge": hinge,
-                     "train_accuracy": float(np.mean(_index_from_scores(F_train[e]) == y_idx))}
-            if test is not None:
-                entry["test_accuracy"] = float(np.mean(_index_from_scores(test[2][e]) == test[1]))
-            history.append(entry)
-        return history
+            test_metrics = ({} if test is None else
+                            {"test_accuracy": accuracy(_index_from_scores(test[2][e]), test[1])})
+            history.add(e + 1, float(reg[e]) + hinge, train_hinge=hinge,
+                        train_accuracy=accuracy(_index_from_scores(F_train[e]), y_idx),
+                        **test_metrics)
+        return history.entries
 
     # ---------------------------------------------------------------- predict
     def _scores(self, X) -> np.ndarray:

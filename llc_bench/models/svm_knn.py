@@ -21,7 +21,7 @@ variant.  Choices the papers leave open, made here:
 * K and the local C by leave-one-out on ``n_cv_points`` random training points: each
   one's neighbours are searched in the whole training split minus itself, which is one
   neighbour query for the whole grid.  ``C=None`` (the default) chooses C jointly with
-  K over ``C_grid``; a number fixes it (C=1 before LLC issue #14).
+  K over ``C_grid``; a number fixes it (older records: C fixed at 1).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from llc_bench.models._base import store_params
 from llc_bench.models._validation import (
     COUNT,
     FINITE,
@@ -68,18 +69,10 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "chunk_size": [COUNT], "random_state": ["random_state"],
     }
 
-    def __init__(self, n_neighbors=None, C=None, K_grid=DEFAULT_K_GRID, C_grid=DEFAULT_C_GRID,
+    def __init__(self, *, n_neighbors=None, C=None, K_grid=DEFAULT_K_GRID, C_grid=DEFAULT_C_GRID,
                  n_cv_points=1000, local_scale="none", bias=1.0, chunk_size=4096,
                  random_state=0):
-        self.n_neighbors = n_neighbors
-        self.C = C
-        self.K_grid = K_grid
-        self.C_grid = C_grid
-        self.n_cv_points = n_cv_points
-        self.local_scale = local_scale
-        self.bias = bias
-        self.chunk_size = chunk_size
-        self.random_state = random_state
+        store_params(self, locals())
 
     # ------------------------------------------------------------------ local SVMs
 

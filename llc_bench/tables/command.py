@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from llc_bench import progress
+from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, ResultsError, did_you_mean
 from llc_bench.experiment.costs import CostModel, build_seconds, describe
 from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
@@ -135,9 +136,8 @@ def tables_command(argv: list[str], echo=print) -> dict:
     from llc_bench.tables.render import write_summary, write_table
     from llc_bench.tables.report import build_report
 
-    parser = argparse.ArgumentParser(
-        prog="llc-bench tables",
-        description="Regenerate the papers' tables side by side with the papers' numbers: "
+    parser = command_parser(
+        "tables", "Regenerate the papers' tables side by side with the papers' numbers: "
         "plan every run a table needs (config hashes as `llc-bench run` computes them), "
         "run the missing ones through Hydra multiruns, aggregate mean ± std over seeds and "
         "write <out>/<paper>_<table>.{md,csv,tex} and <out>/README.md.")
@@ -265,9 +265,8 @@ def figures_command(argv: list[str], echo=print) -> dict:
     """Draw the papers' figures; returns {figure: path or skip reason}."""
     from llc_bench.tables.figures import build_figures, list_figures
 
-    parser = argparse.ArgumentParser(
-        prog="llc-bench figures",
-        description="Redraw the papers' figures (PNG + PDF) from runs planned and cached like "
+    parser = command_parser(
+        "figures", "Redraw the papers' figures (PNG + PDF) from runs planned and cached like "
         "the tables' (decision boundaries are fitted in-process).")
     parser.add_argument("--figure", action="append", default=[], metavar="NAME",
                         help="a figure to draw (repeatable; default: all, see --list)")

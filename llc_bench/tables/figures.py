@@ -9,6 +9,7 @@ skipped with a message; a figure with nothing left to draw is skipped, never an 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,22 @@ def _models(spec: dict, skipped: list) -> dict:
             continue
         out[name] = (preset, raw.get("label", name), dict(raw.get("overrides") or {}))
     return out
+
+
+def _kind(draw):
+    """A figure kind ``draw(self, name, spec, skipped, models, datasets)``, called as
+    ``(name, spec, skipped)``: with the models whose preset exists and the datasets
+    available offline, or None (nothing to draw) when either is empty."""
+
+    @functools.wraps(draw)
+    def kind(self, name: str, spec: dict, skipped: list):
+        models = _models(spec, skipped)
+        datasets = self._datasets(spec, skipped)
+        if not models or not datasets:
+            return None
+        return draw(self, name, spec, skipped, models, datasets)
+
+    return kind
 
 
 def _save(fig, out_dir: Path, name: str) -> Path:
@@ -160,11 +177,8 @@ class FigureBuilder:
         return out
 
     # -- kinds ---------------------------------------------------------------------------
-    def vs_param(self, name: str, spec: dict, skipped: list):
-        models = _models(spec, skipped)
-        datasets = self._datasets(spec, skipped)
-        if not models or not datasets:
-            return None
+    @_kind
+    def vs_param(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         x = spec["x"]
         series = spec.get("series") or {}
         s_values = series.get("values") or [None]
@@ -207,11 +221,8 @@ class FigureBuilder:
             legend.set_alignment("left")
         return fig if drawn else None
 
-    def history(self, name: str, spec: dict, skipped: list):
-        models = _models(spec, skipped)
-        datasets = self._datasets(spec, skipped)
-        if not models or not datasets:
-            return None
+    @_kind
+    def history(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         runs = {(d, m): self.planner.plan_runs(p, d, int(spec.get("seeds", 1)),
                                                 _run_overrides(spec, d, o))
                 for d in datasets for m, (p, _, o) in models.items()}
@@ -264,17 +275,14 @@ class FigureBuilder:
                 ax.legend(handles, labels, fontsize=7)
         return fig if drawn else None
 
-    def pareto(self, name: str, spec: dict, skipped: list):
+    @_kind
+    def pareto(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         """Test accuracy against total fit time (selection and CV included), one point per
         model and selection budget (``tune=on tune.budget_s=B``; a model whose own grid CV
         is its selection, ``own_cv: true``, is one point), and the released C++ LL-SVM's
         measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer`` writes)."""
         from llc_bench.experiment.costs import fit_seconds
 
-        models = _models(spec, skipped)
-        datasets = self._datasets(spec, skipped)
-        if not models or not datasets:
-            return None
         own_cv = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("own_cv")}
         seeds = int(spec.get("seeds", 1))
         runs = {}
@@ -312,14 +320,11 @@ class FigureBuilder:
             ax.legend(fontsize=6)
         return fig if drawn else None
 
-    def boundary(self, name: str, spec: dict, skipped: list):
+    @_kind
+    def boundary(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         from llc_bench.data import load_dataset
         from llc_bench.experiment.runner import build_estimator
 
-        models = _models(spec, skipped)
-        datasets = self._datasets(spec, skipped)
-        if not models or not datasets:
-            return None
         only = spec.get("only") or {}
         panels = [(d, m) for d in datasets for m in models if m in only.get(d, list(models))]
         fig, axes = _axes(len(panels), width=3.6, height=3.4)
