@@ -45,12 +45,12 @@ class LCCLassoSVMClassifier(CodedLinearSVM):
     """
 
     _parameter_constraints = {"n_anchors": [COUNT], "mu": [POSITIVE], "n_candidates": [COUNT],
-                              "tol": [POSITIVE], "max_sweeps": [COUNT], "n_anchor_updates": [COUNT0],
-                              **SVM_CONSTRAINTS}
+                              "tol": [POSITIVE], "max_sweeps": [COUNT],
+                              "n_anchor_updates": [COUNT0], **SVM_CONSTRAINTS}
 
     def __init__(self, n_anchors=512, mu=0.3, n_candidates=32, tol=1e-6, max_sweeps=10000,
-                 n_anchor_updates=0, anchor_method="kmeans", C=None, C_grid=DEFAULT_C_GRID, cv_folds=5,
-                 solver="l2_hinge", bias=1.0, random_state=0):
+                 n_anchor_updates=0, anchor_method="kmeans", C=None, C_grid=DEFAULT_C_GRID,
+                 cv_folds=5, solver="l2_hinge", bias=1.0, random_state=0):
         self.n_anchors = n_anchors
         self.mu = mu
         self.n_candidates = n_candidates
