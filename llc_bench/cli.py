@@ -419,8 +419,8 @@ def export_command(argv: list[str]) -> None:
         prog="llc-bench export",
         description="Write a kept model (save_model=true) as an ONNX graph that takes the raw "
         "features (float64) and returns the decision values, the saved preprocessing "
-        "included: every family but SVM-KNN and lcc_svm_lcc (linear, kernel, Nystroem, "
-        "LL-SVM, LCC+SVM, LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM).")
+        "included: every family but SVM-KNN, lcc_svm_lcc and lcc_lasso (linear, kernel, "
+        "Nystroem, LL-SVM, LCC+SVM, LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM).")
     parser.add_argument("model", help="a model file (.llcm)")
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
     args = parser.parse_args(argv)
