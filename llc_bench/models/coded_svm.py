@@ -18,33 +18,36 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
-from ._validation import (
-    FINITE,
-    FOLDS,
-    POSITIVE,
-    Grid,
-    SparseInputMixin,
-    check_fit_data,
-    check_predict_data,
-    labels_from_scores,
-    validate_params,
-)
+from . import _validation as checks
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import _scores, cross_validate_C
+from .linear import LinearOnFeatures, _scores, cross_validate_C
 
 #: the constraints of the parameters every coded SVM shares
 SVM_CONSTRAINTS = {
-    "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "C": [POSITIVE, None],
-    "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS], "solver": [StrOptions(set(SOLVERS))],
-    "bias": [FINITE], "random_state": ["random_state"],
+    "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "C": [checks.POSITIVE, None],
+    "C_grid": [checks.Grid(checks.POSITIVE)], "cv_folds": [checks.FOLDS],
+    "solver": [StrOptions(set(SOLVERS))], "bias": [checks.FINITE], "random_state": ["random_state"],
 }
 
 
-class CodedLinearSVM(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class CodedLinearSVM(LinearOnFeatures, checks.SparseInputMixin, ClassifierMixin,
+                     BaseEstimator):
     """Base class: LIBLINEAR on codes over anchors (parameters: the subclass's)."""
+
+    def _keep_svm_params(self, anchor_method, C, C_grid, cv_folds, solver, bias, random_state):
+        """The parameters every coded SVM shares, kept as given (scikit-learn's __init__)."""
+        self.anchor_method = anchor_method
+        self.C = C
+        self.C_grid = C_grid
+        self.cv_folds = cv_folds
+        self.solver = solver
+        self.bias = bias
+        self.random_state = random_state
+
+    def _features(self, X):
+        return self._codes(X)
 
     def _codes(self, X, info: dict | None = None):
         """The (n, m) CSR codes of X; ``info`` receives the coding's counts, if any."""
@@ -67,8 +70,8 @@ class CodedLinearSVM(SparseInputMixin, ClassifierMixin, BaseEstimator):
         "cv_accuracy" (C -> mean CV accuracy), "model_size", "anchors" (k-means
         info), "coding" (the formulation and parameters used).
         """
-        validate_params(self)
-        X, y = check_fit_data(self, X, y)
+        checks.validate_params(self)
+        X, y = checks.check_fit_data(self, X, y)
         seed = self.random_state or 0
         t0 = time.perf_counter()
         self.anchors_, anchor_info = fit_anchors(X, self.n_anchors, method=self.anchor_method,
@@ -84,7 +87,7 @@ class CodedLinearSVM(SparseInputMixin, ClassifierMixin, BaseEstimator):
 
             def fit_fold(Zf, yf, C):
                 W, b = self._fit_codes(Zf, yf, C, seed)
-                return lambda Zv: labels_from_scores(labels, np.asarray(_scores(Zv, W, b)))
+                return lambda Zv: checks.labels_from_scores(labels, np.asarray(_scores(Zv, W, b)))
 
             cv_scores = cross_validate_C(Z, y, self.C_grid, self.cv_folds, seed, fit_fold)
             self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
@@ -107,13 +110,3 @@ class CodedLinearSVM(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "coding": coding,
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) one-vs-rest scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(self._codes(X), self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -34,14 +34,9 @@ class LCCLassoSVMClassifier(CodedLinearSVM):
         Coordinate sweeps per working set.
     n_anchor_updates : int, default 0
         Rounds of LCC's alternating optimisation of the anchors after k-means.
-    anchor_method : {"kmeans", "random_per_class"}
-    C : float or None
-        LIBLINEAR's C; None chooses it by ``cv_folds``-fold CV over ``C_grid``.
-    solver : {"l2_hinge", "l2_squared_hinge", "crammer_singer", "logistic"}
-    bias : float
-        LIBLINEAR ``-B`` (<= 0: none, the pure f = wᵀγ(x)).
-    random_state : int
-        Seeds k-means, the CV folds and LIBLINEAR (None = 0).
+    anchor_method, C, C_grid, cv_folds, solver, bias, random_state
+        The anchors' and the linear SVM's, as
+        :class:`~llc_bench.models.lcc_linear.LCCLinearSVMClassifier` takes them.
     """
 
     _parameter_constraints = {"n_anchors": [COUNT], "mu": [POSITIVE], "n_candidates": [COUNT],
@@ -57,13 +52,7 @@ class LCCLassoSVMClassifier(CodedLinearSVM):
         self.tol = tol
         self.max_sweeps = max_sweeps
         self.n_anchor_updates = n_anchor_updates
-        self.anchor_method = anchor_method
-        self.C = C
-        self.C_grid = C_grid
-        self.cv_folds = cv_folds
-        self.solver = solver
-        self.bias = bias
-        self.random_state = random_state
+        self._keep_svm_params(anchor_method, C, C_grid, cv_folds, solver, bias, random_state)
 
     def _fit_coding(self, X):
         """LCC's alternating optimisation (L6): codes, then the codebook step (L7)."""

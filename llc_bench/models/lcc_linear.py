@@ -84,13 +84,7 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
         self.n_anchors = n_anchors
         self.k = k
         self.reg = reg
-        self.anchor_method = anchor_method
-        self.C = C
-        self.C_grid = C_grid
-        self.cv_folds = cv_folds
-        self.solver = solver
-        self.bias = bias
-        self.random_state = random_state
+        self._keep_svm_params(anchor_method, C, C_grid, cv_folds, solver, bias, random_state)
 
     def _fit_coding(self, X):
         self.k_ = min(int(self.k), self.anchors_.shape[0])

@@ -72,7 +72,25 @@ def cv_subsample(X, y, max_rows, seed):
     return X[keep], y[keep]
 
 
-class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class LinearOnFeatures:
+    """``decision_function`` / ``predict`` of a linear model (``coef_``, ``intercept_``) on
+    ``self._features(X)``: X itself here; Nyström features, local codes in subclasses."""
+
+    def _features(self, X):
+        return X
+
+    def decision_function(self, X):
+        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) per-class scores."""
+        check_is_fitted(self, "coef_")
+        X = check_predict_data(self, X)
+        return np.asarray(_scores(self._features(X), self.coef_, self.intercept_))
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        return labels_from_scores(self.classes_, scores)
+
+
+class LinearSVMClassifier(LinearOnFeatures, SparseInputMixin, ClassifierMixin, BaseEstimator):
     """Linear SVM trained by LIBLINEAR (Fan et al., 2008).
 
     ``C=None`` chooses C by ``cv_folds``-fold cross-validation over ``C_grid``
@@ -132,13 +150,3 @@ class LinearSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "model_size": {"n_weights": int(self.coef_.size + np.size(self.intercept_))},
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) per-class scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(X, self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)

@@ -52,7 +52,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import fit_anchors
 from ._validation import (
@@ -63,13 +62,12 @@ from ._validation import (
     Grid,
     SparseInputMixin,
     check_fit_data,
-    check_predict_data,
     labels_from_scores,
     validate_params,
 )
 from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, _scale_gamma
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import _scores, cross_validate_C
+from .linear import LinearOnFeatures, _scores, cross_validate_C
 
 LANDMARKS = ("kmeans", "random")
 
@@ -82,7 +80,8 @@ def nystroem_normalization(landmarks: np.ndarray, gamma: float, eig_rtol: float 
     return V[:, keep] / np.sqrt(s[keep])
 
 
-class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
+class NystroemSVMClassifier(LinearOnFeatures, SparseInputMixin, ClassifierMixin,
+                            BaseEstimator):
     """Linear SVM (LIBLINEAR) on Nyström RBF features (Williams & Seeger 2001).
 
     Parameters
@@ -203,13 +202,3 @@ class NystroemSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             "landmarks": landmark_info,
         }
         return self
-
-    def decision_function(self, X):
-        """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) one-vs-rest scores."""
-        check_is_fitted(self, "coef_")
-        X = check_predict_data(self, X)
-        return np.asarray(_scores(self._features(X), self.coef_, self.intercept_))
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        return labels_from_scores(self.classes_, scores)
