@@ -66,7 +66,8 @@ class CodedLinearSVM(LinearOnFeatures, checks.SparseInputMixin, ClassifierMixin,
     def fit(self, X, y, eval_set=None):
         """Anchors, training codes, C by CV (C=None), then LIBLINEAR on the codes.
 
-        ``fit_info_``: timings ("anchors", "encode", "cv", "train"), "selected" (C),
+        ``fit_info_``: timings ("anchors": k-means and the coding's own anchor steps, "encode",
+        "cv", "train"), "selected" (C),
         "cv_accuracy" (C -> mean CV accuracy), "model_size", "anchors" (k-means
         info), "coding" (the formulation and parameters used).
         """
