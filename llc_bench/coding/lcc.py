@@ -1,15 +1,16 @@
 """Local Coordinate Coding (LCC; Yu, Zhang & Gong, NIPS 2009), the codes of ``model=lcc_lasso``.
 
-A coordinate coding (their Definition 2.1) codes x by weights γ_v(x) over anchors v ∈ C,
-with the physical approximation γ(x) = Σ_v γ_v(x) v.  Their Lemma 2.1 bounds the error of
-the linearisation f(x) ≈ Σ_v γ_v(x) f(v) by α||x - γ(x)|| + β Σ_v |γ_v(x)| ||v - γ(x)||^{1+p},
-and their practical coding (§4; restated in the OCC paper, Zhang et al. NIPS 2011, §2)
-takes p = 1 and replaces γ(x) by x in the locality term:
+A coordinate coding codes x by weights γ_v(x) over anchors v ∈ C, with the physical
+approximation γ(x) = Σ_v γ_v(x) v; LCC's linearisation lemma bounds the error of
+f(x) ≈ Σ_v γ_v(x) f(v) by α||x - γ(x)|| + β Σ_v |γ_v(x)| ||v - γ(x)||^{1+p} (as the OCC paper,
+Zhang et al. NIPS 2011, restates them: §2.1, Definition 2 and Lemma 1).  LCC's practical
+coding (OCC paper §2.3: "LCC simplifies the localization error term by assuming γ(x) = x
+and p = 1") is, per x,
 
     (L1)  γ(x) = argmin_γ ||x - Σ_v γ_v v||² + μ Σ_v |γ_v| ||v - x||².
 
 **Variant run here**: (L1) without the sum-to-one constraint Σ_v γ_v = 1.  The OCC paper
-writes the constraint under the joint problem of C and γ but calls the γ-step "a canonical
+writes the constraint under the joint problem (L6) but calls the γ-step "a canonical
 LASSO problem", which (L1) is without it (γ_v = u_v / (μ d_v) turns the weighted penalty
 into ||u||_1 over atoms v / (μ d_v)); mlpack's LCC drops it too.  Only the abstract of the
 LCC paper was at hand, so which of the two its experiments ran is not verified.  The

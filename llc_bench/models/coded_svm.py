@@ -1,6 +1,6 @@
 """A linear SVM on the codes γ(x) of a coding over k-means anchors (the LCC rows' model).
 
-LCC's linearisation (Yu, Zhang & Gong, NIPS 2009, Lemma 2.1; the OCC paper §2.1)
+LCC's linearisation lemma (Yu, Zhang & Gong, NIPS 2009; restated as Lemma 1 in the OCC paper §2.1)
 approximates a smooth f by a function linear in the code, f(x) ≈ Σ_v γ_v(x) f(v), so the
 classifier is LIBLINEAR on the m-dimensional codes: f(x) = wᵀγ(x) + b (LL-SVM eq. 15).
 :class:`CodedLinearSVM` is that classifier for any coding: a subclass names its
