@@ -425,8 +425,8 @@ def predict_command(argv: list[str]) -> None:
 def export_command(argv: list[str]) -> None:
     """Write a kept model (save_model=true) as an ONNX graph that takes the raw features
     (float64) and returns the decision values, the saved preprocessing included: every
-    family but SVM-KNN and lcc_svm_lcc (linear, kernel, Nystroem, LL-SVM, LCC+SVM, LLC-SAPL,
-    LLC-JO, ML3, OCC, LDKL, CSVM)."""
+    family but SVM-KNN, lcc_svm_lcc and lcc_lasso (linear, kernel, Nystroem, LL-SVM, LCC+SVM,
+    LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM)."""
     from llc_bench.experiment.onnx_export import export_onnx
 
     parser = _model_file_parser("export", export_command.__doc__)

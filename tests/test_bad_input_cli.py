@@ -70,6 +70,7 @@ def one_error(code, err, *words):
     (["model=svm_knn", "trainer.K_grid=[0,5]"], ["trainer.K_grid=[0,5]", "non-empty list"]),
     (["model=csvm", "trainer.n_clusters=0"], ["trainer.n_clusters=0"]),
     (["model=lcc_svm_lcc", "trainer.C_grid=[]"], ["trainer.C_grid=[]", "non-empty"]),
+    (["model=lcc_lasso", "coding.mu=0"], ["coding.mu=0", "> 0"]),
     (["trainer.C=nan"], ["trainer.C=nan", "must be a finite float > 0 or null"]),
     (["trainer.C=inf"], ["trainer.C=inf", "finite"]),
     (["trainer.C=0"], ["trainer.C=0", "> 0"]),

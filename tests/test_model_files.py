@@ -16,7 +16,7 @@ from llc_bench.experiment.runner import build_estimator
 from llc_bench.models.model_files import FORMAT_VERSION, load_model, save_model
 
 FAMILIES = ["linear", "kernel", "llsvm", "lcc_svm", "sapl", "jo", "ml3", "occ_lib_g",
-            "occ_peg_c", "ldkl", "csvm", "svm_knn", "lcc_svm_lcc", "nystroem"]
+            "occ_peg_c", "ldkl", "csvm", "svm_knn", "lcc_svm_lcc", "lcc_lasso", "nystroem"]
 
 
 def _data(n=300, seed=0):
@@ -88,6 +88,7 @@ FAST = {"linear": ["trainer.C=1"], "kernel": ["trainer.C=1", "trainer.gamma=0.5"
         "nystroem": ["trainer.C=1", "trainer.gamma=0.5", "trainer.n_components=40"],
         "svm_knn": ["trainer.n_neighbors=20", "trainer.C=1"], "csvm": ["trainer.C=1"],
         "ml3": ["trainer.lambda_grid=[1]", "trainer.n_iter=5"], "lcc_svm_lcc": ["trainer.C=1"],
+        "lcc_lasso": ["trainer.C=1"],
         "ldkl": ["trainer.n_iter=2000", "trainer.history=false"],
         **{m: ["trainer.history=false"] for m in ("llsvm", "lcc_svm", "sapl", "jo",
                                                   "occ_peg_c")}}

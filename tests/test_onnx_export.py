@@ -102,7 +102,8 @@ def test_sparse_svmlight_file(model, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("model,reason", [("svm_knn", "trains a LIBLINEAR model on each"),
-                                          ("lcc_svm_lcc", "solve a k x k linear system")])
+                                          ("lcc_svm_lcc", "solve a k x k linear system"),
+                                          ("lcc_lasso", "weighted LASSO per row")])
 def test_a_family_without_a_graph_says_why_in_one_line(model, reason, tmp_path, capsys):
     X = np.random.default_rng(0).normal(size=(120, 3))
     lines = ["a,b,c,y"] + [f"{a!r},{b!r},{c!r},{int(a > 0)}" for a, b, c in X.tolist()]

@@ -25,7 +25,8 @@ skl2onnx is not used: its SVC converter emits ``ai.onnx.ml.SVMClassifier``, whos
 are float32 by the ONNX-ML specification (too coarse for 1e-5 on large margins), and it
 knows none of our estimators or the saved preprocessing.  Refused with one line: SVM-KNN
 (a LIBLINEAR problem solved per query row: no fixed graph computes it) and the LLC codes
-of ``lcc_svm_lcc`` (a k x k linear solve per row; ONNX has no batched solve).
+of ``lcc_svm_lcc`` (a k x k linear solve per row; ONNX has no batched solve), and the LCC
+codes of ``lcc_lasso`` (a weighted LASSO solved per row by coordinate descent).
 """
 
 from __future__ import annotations
@@ -390,6 +391,8 @@ def _builder(est):
                                  "at prediction time, which no fixed graph computes",
         models.LCCLinearSVMClassifier: "its LLC codes solve a k x k linear system per row, "
                                        "and ONNX has no batched solve",
+        models.LCCLassoSVMClassifier: "its LCC codes solve a weighted LASSO per row by "
+                                      "coordinate descent, which no fixed graph computes",
     }
     raise ConfigError(f"ONNX export of {type(est).__name__} is not possible: "
                       f"{reasons.get(type(est), 'no graph for this class')}")

@@ -53,12 +53,13 @@ ESTIMATORS = {
     "csvm": "llc_bench.models.csvm:ClusteredSVMClassifier",
     "ldkl": "llc_bench.models.ldkl:LDKLClassifier",
     "lcc_linear": "llc_bench.models.lcc_linear:LCCLinearSVMClassifier",
+    "lcc_lasso": "llc_bench.models.lcc_lasso:LCCLassoSVMClassifier",
     "nystroem": "llc_bench.models.nystroem:NystroemSVMClassifier",
 }
 
 # Codings that a trainer implements itself: the coding group's keys (but not its name)
 # become constructor arguments, with no ``coding`` argument.
-BUILT_IN_CODINGS = {"ml3_cccp": "latent", "lcc_linear": "llc"}
+BUILT_IN_CODINGS = {"ml3_cccp": "latent", "lcc_linear": "llc", "lcc_lasso": "lcc"}
 
 
 def estimator_class(name: str) -> type:

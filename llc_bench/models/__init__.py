@@ -5,7 +5,8 @@ The locally linear models: :class:`LLSVMClassifier` (Ladický & Torr 2011),
 :class:`LCCSVMClassifier` (LCC+SVM), :class:`ML3Classifier` (Fornoni et al. 2013),
 :class:`OCCClassifier` (OCC anchor planes), :class:`LDKLClassifier` (Jose et al. 2013),
 :class:`ClusteredSVMClassifier` (Gu & Han 2013), :class:`SVMKNNClassifier` (Zhang et al.
-2006), :class:`LCCLinearSVMClassifier` (a linear SVM on LLC codes); the baselines
+2006), :class:`LCCLinearSVMClassifier` (a linear SVM on LLC codes),
+:class:`LCCLassoSVMClassifier` (a linear SVM on LCC's own codes); the baselines
 :class:`LinearSVMClassifier`, :class:`KernelSVMClassifier` and
 :class:`NystroemSVMClassifier`.  ``llc_bench.experiment.presets.from_preset`` builds the
 estimator a run of a model preset (and a dataset's tuned preset) would build, and
@@ -14,6 +15,7 @@ estimator a run of a model preset (and a dataset's tuned preset) would build, an
 
 from .csvm import ClusteredSVMClassifier  # noqa: F401
 from .kernel import KernelSVMClassifier  # noqa: F401
+from .lcc_lasso import LCCLassoSVMClassifier  # noqa: F401
 from .lcc_linear import LCCLinearSVMClassifier  # noqa: F401
 from .ldkl import LDKLClassifier  # noqa: F401
 from .linear import LinearSVMClassifier  # noqa: F401

@@ -1,4 +1,7 @@
-"""Linear SVM on local coordinate codes: the "Linear SVM + LCC (512 / 4096 a.p.)" rows.
+"""Linear SVM on LLC codes: OCC Table 2's "LLC (512 / 4096)" columns (``model=lcc_svm_lcc``).
+
+The classifier is :class:`~llc_bench.models.coded_svm.CodedLinearSVM`; LCC with its own
+coding (the "LCC" columns) is :mod:`llc_bench.models.lcc_lasso`.
 
 Model (LCC, Yu, Zhang & Gong, NIPS 2009): a nonlinear f is approximated by a
 function that is *linear in the coding*, f(x) ≈ Σ_v γ_v(x) f(v) (their
@@ -43,33 +46,15 @@ would cost cv_folds more k-means runs.
 
 from __future__ import annotations
 
-import time
-
-import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import StrOptions
-
-from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.llc import llc_codes
-from ._base import LinearOnFeaturesMixin, linear_scores, store_params
-from ._validation import (
-    COUNT,
-    FINITE,
-    FOLDS,
-    POSITIVE,
-    Grid,
-    SparseInputMixin,
-    check_fit_data,
-    labels_from_scores,
-    validate_params,
-)
+from ._base import store_params
+from ._validation import COUNT, POSITIVE
+from .coded_svm import SVM_CONSTRAINTS, CodedLinearSVM
 from .kronecker import build_kronecker
-from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import DEFAULT_C_GRID, cross_validate_C
+from .linear import DEFAULT_C_GRID
 
 
-class LCCLinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMixin,
-                             BaseEstimator):
+class LCCLinearSVMClassifier(CodedLinearSVM):
     """Linear SVM (LIBLINEAR) on LLC codes over k-means anchors (Yu et al. 2009;
     codes: Wang et al. 2010's approximated LLC encoding).
 
@@ -91,71 +76,23 @@ class LCCLinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, Classifier
         Seeds k-means, the CV folds and LIBLINEAR (None = 0).
     """
 
-    _parameter_constraints = {
-        "n_anchors": [COUNT], "k": [COUNT], "reg": [POSITIVE],
-        "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "C": [POSITIVE, None],
-        "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS], "solver": [StrOptions(set(SOLVERS))],
-        "bias": [FINITE], "random_state": ["random_state"],
-    }
+    _parameter_constraints = {"n_anchors": [COUNT], "k": [COUNT], "reg": [POSITIVE],
+                              **SVM_CONSTRAINTS}
 
     def __init__(self, *, n_anchors=512, k=5, reg=1e-4, anchor_method="kmeans", C=None,
                  C_grid=DEFAULT_C_GRID, cv_folds=5, solver="l2_hinge", bias=1.0,
                  random_state=0):
         store_params(self, locals())
 
-    def _codes(self, X):
+    def _fit_coding(self, X):
+        self.k_ = min(int(self.k), self.anchors_.shape[0])
+
+    def _codes(self, X, info=None):
         """The (n, m) CSR matrix of LLC codes of X."""
         code = llc_codes(X, self.anchors_, self.k_, self.reg)
         return build_kronecker(X, code, self.anchors_.shape[0], include_x=False)
 
-    _features = _codes  # what the LIBLINEAR model reads
-
-    def _fit_codes(self, Z, y, C, seed):
-        return fit_liblinear(Z, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
-
-    def fit(self, X, y, eval_set=None):
-        """Anchors, training codes, C by CV (C=None), then LIBLINEAR on the codes.
-
-        ``fit_info_``: timings ("anchors", "encode", "cv", "train"), "selected" (C),
-        "cv_accuracy" (C -> mean CV accuracy), "model_size", "anchors" (k-means
-        info), "coding" (the formulation and parameters used).
-        """
-        validate_params(self)
-        X, y = check_fit_data(self, X, y)
-        seed = self.random_state or 0
-        t0 = time.perf_counter()
-        self.anchors_, anchor_info = fit_anchors(X, self.n_anchors, method=self.anchor_method,
-                                                 y=y, random_state=seed)
-        self.k_ = min(int(self.k), self.anchors_.shape[0])
-        t1 = time.perf_counter()
-        Z = self._codes(X)
-        t2 = time.perf_counter()
-        cv_scores = None
-        if self.C is None:
-            labels = np.arange(len(self.classes_))
-
-            def fit_fold(Zf, yf, C):
-                W, b = self._fit_codes(Zf, yf, C, seed)
-                return lambda Zv: labels_from_scores(labels, np.asarray(linear_scores(Zv, W, b)))
-
-            cv_scores = cross_validate_C(Z, y, self.C_grid, self.cv_folds, seed, fit_fold)
-            self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
-        else:
-            self.C_ = float(self.C)
-        t3 = time.perf_counter()
-        self.coef_, self.intercept_ = self._fit_codes(Z, y, self.C_, seed)
-        t4 = time.perf_counter()
-        m = self.anchors_.shape[0]
-        self.fit_info_ = {
-            "timings": {"anchors": t1 - t0, "encode": t2 - t1, "cv": t3 - t2, "train": t4 - t3},
-            "selected": {"C": self.C_},
-            "cv_accuracy": None if cv_scores is None else dict(
-                zip(map(float, self.C_grid), cv_scores, strict=True)),
-            "model_size": {"n_anchors": m, "k": self.k_, "n_features": int(X.shape[1]),
-                           "n_weights": int(self.coef_.size + np.size(self.intercept_))},
-            "anchors": anchor_info,
-            "coding": {"name": "llc", "formulation": "LLC approximated fast encoding "
-                       "(Wang et al. 2010): k-NN, (C + reg tr(C) I) c = 1, c / sum(c)",
-                       "k": self.k_, "reg": float(self.reg), "features": "codes"},
-        }
-        return self
+    def _coding_info(self, counts):
+        return {"name": "llc", "formulation": "LLC approximated fast encoding "
+                "(Wang et al. 2010): k-NN, (C + reg tr(C) I) c = 1, c / sum(c)",
+                "k": self.k_, "reg": float(self.reg), "features": "codes"}
