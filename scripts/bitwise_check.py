@@ -51,7 +51,9 @@ def dump(out: str, pairs: str, home: str, mirror: str) -> None:
         cfg = OmegaConf.to_container(cfg, resolve=True)
         # a null option this tree's conf/ added is unknown to an older estimator: drop it
         known = set(estimator_class(cfg["trainer"]["name"])().get_params()) | {"name"}
-        cfg["trainer"] = {k: v for k, v in cfg["trainer"].items() if v is not None or k in known}
+        for group in ("trainer", "coding"):
+            cfg[group] = {k: v for k, v in (cfg.get(group) or {}).items()
+                          if v is not None or k in known}
         ds = load_dataset(cfg["dataset"], seed=0, home=home, mirrors=[mirror], download=False)
         est = build_estimator(cfg)
         if "history" in est.get_params():
