@@ -61,6 +61,13 @@ def test_pareto_has_one_point_per_model_and_budget(tmp_path, mirror):
     for r in records:
         if r["model"] == "llsvm":
             assert r["config"]["tune"]["trials"] is None and r["tune"]["n_trials"] >= 1
+    # --dataset draws the same figure on another dataset, into a file of its own
+    out = figures_command(["--profile", "quick", "--figure", "pareto", "--launcher", "basic",
+                           "--dataset", "xor", "--results-dir", str(results),
+                           "--mirror", str(mirror)], echo=lines.append)
+    assert out["pareto"].endswith("pareto_xor.png"), (out, lines)
+    datasets = {r["dataset"] for _, r, _ in ResultsStore(results).records() if r}
+    assert datasets == {"banana", "xor"}
 
 
 def test_pareto_peer_points_are_read_when_measured(tmp_path):

@@ -270,6 +270,10 @@ def figures_command(argv: list[str], echo=print) -> dict:
         "the tables' (decision boundaries are fitted in-process).")
     parser.add_argument("--figure", action="append", default=[], metavar="NAME",
                         help="a figure to draw (repeatable; default: all, see --list)")
+    parser.add_argument("--dataset", action="append", default=[], metavar="NAME",
+                        help="draw on this dataset config instead of the figure's own "
+                        "(repeatable; e.g. --figure pareto --dataset usps); the file is then "
+                        "<figure>_<datasets>.png")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
     _common(parser, out="figures")
     args = parser.parse_args(argv)
@@ -282,4 +286,5 @@ def figures_command(argv: list[str], echo=print) -> dict:
     _check_output_dirs(args.results_dir, out_dir, bool(args.out))
     return build_figures(args.figure or list(list_figures()), profile, out_dir,
                          executor=_executor(args, echo), results_dir=args.results_dir,
-                         mirrors=args.mirror, run=not args.no_run, echo=echo)
+                         mirrors=args.mirror, run=not args.no_run, echo=echo,
+                         datasets=args.dataset)

@@ -392,7 +392,9 @@ def _peer_points(path) -> dict:
 
 
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
-                  run=True, echo=print) -> dict:
+                  run=True, echo=print, datasets=()) -> dict:
+    """Draw the figures ``names``; ``datasets`` (dataset configs) replace each figure's own
+    datasets, and the file is then ``<figure>_<datasets>``: the committed figure stays."""
     from llc_bench.tables.plan import Composer, Planner
 
     figures = list_figures()
@@ -408,6 +410,8 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                                 planner)
         for name in names:
             spec = _effective(figures[name], profile)
+            if datasets:
+                spec["datasets"] = list(datasets)
             kind = spec.get("kind")
             echo(f"[{name}] {spec.get('title', '')}")
             skipped: list[str] = []
@@ -426,7 +430,7 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 continue
             fig.suptitle(spec.get("title", name) + ("" if profile.name == "full" else
                                                    f"  [{profile.name} profile]"), fontsize=10)
-            path = _save(fig, Path(out_dir), name)
+            path = _save(fig, Path(out_dir), "_".join([name, *datasets]))
             out[name] = str(path)
             echo(f"  wrote {path} (+ .pdf)")
     return out
