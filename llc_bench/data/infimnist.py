@@ -122,7 +122,10 @@ def generated_store(spec, source, located, home: Path, processes: int | None = N
     processes = processes or min(os.cpu_count() or 1, 4)
     try:
         if processes > 1 and len(blocks) > 2:
-            ctx = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+            # forkserver, not fork: a fork of a process that runs threads (BLAS, numba, a
+            # test runner's) can inherit a held lock and hang; the workers get the digits
+            # pickled once each instead
+            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
             with ctx.Pool(processes, _init, (digits, params)) as pool:
                 for (lo, hi), X in zip(blocks, pool.imap(_block, blocks), strict=True):
                     writer.append(X, names, codes[np.arange(lo, hi) % N_SOURCE], hi)
