@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from llc_bench.errors import ConfigError
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.command import figures_command
 
@@ -68,6 +69,9 @@ def test_pareto_has_one_point_per_model_and_budget(tmp_path, mirror):
     assert out["pareto"].endswith("pareto_xor.png"), (out, lines)
     datasets = {r["dataset"] for _, r, _ in ResultsStore(results).records() if r}
     assert datasets == {"banana", "xor"}
+    with pytest.raises(ConfigError, match="unknown dataset 'nosuch'"):
+        figures_command(["--figure", "pareto", "--dataset", "nosuch", "--no-run",
+                         "--results-dir", str(results)], echo=lines.append)
 
 
 def test_pareto_peer_points_are_read_when_measured(tmp_path):

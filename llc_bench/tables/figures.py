@@ -403,6 +403,10 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
         from llc_bench.errors import ConfigError
 
         raise ConfigError(f"unknown figure(s) {unknown} (choose from: {', '.join(figures)})")
+    from llc_bench.data.registry import dataset_spec
+
+    for d in datasets:
+        dataset_spec(d)  # --dataset NAME: a ConfigError naming it when there is no such config
     out: dict = {}
     with Composer() as composer:
         planner = Planner(results_dir, profile, mirrors=mirrors, composer=composer)
