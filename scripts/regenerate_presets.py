@@ -7,7 +7,9 @@ fraction), and with ``--run`` tunes those whose estimate is at most ``--max-minu
 into ``--out`` (a scratch folder, never ``conf/tuned/`` itself) -- searching only the keys
 each preset sets (``llc-bench tune --preset-keys``: what was hand-chosen is re-derived,
 the paper's fixed settings such as m = 100, k = 8 stay fixed; ``--all-keys`` searches the
-model's whole space) -- printing per preset the
+model's whole space) under the overrides of the table cells the preset feeds (a cell that
+runs it at m = 10 has it tuned at m = 10; where its cells differ, under what they share,
+and ``--replace`` leaves it alone) -- printing per preset the
 hand setting's and the chosen setting's validation accuracy (the hand preset is the first
 trial on the same splits).  ``--replace`` then copies a regenerated file over its preset
 when it scores at least as well; the table cells it feeds must be rebuilt afterwards
@@ -39,6 +41,29 @@ def presets() -> list[tuple[str, str, Path]]:
         if model is not None:
             out.append((model, path.stem[len(model) + 1:], path))
     return out
+
+
+def cell_overrides() -> dict[tuple[str, str], list[dict]]:
+    """(model, dataset config) -> the overrides of every table cell that runs it."""
+    from llc_bench.tables.spec import RUN, list_tables, load_table
+
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for table in list_tables():
+        spec = load_table(table)
+        for dataset in spec.datasets:
+            for method, m in spec.methods.items():
+                if m.status == RUN:
+                    s = spec.settings(dataset, method)
+                    cells.setdefault((m.model, s.dataset_config), []).append(dict(s.overrides))
+    return cells
+
+
+def shared_overrides(cells: list[dict]) -> tuple[dict, list[str]]:
+    """The key = value pairs every cell sets alike, and the keys the cells differ in."""
+    keys = sorted({k for c in cells for k in c})
+    same = {k: cells[0][k] for k in keys
+            if all(k in c and c[k] == cells[0][k] for c in cells)}
+    return same, [k for k in keys if k not in same]
 
 
 def fit_seconds(results_dir: Path, model: str, dataset: str) -> tuple[float | None, int]:
@@ -91,6 +116,9 @@ def main(argv=None) -> None:
     budget = sets.get("tune.budget_s", tune.budget_s)
     budget = None if budget in (None, "null") else float(budget)
     only = set(args.only.split(",")) if args.only else None
+    from llc_bench.tables.plan import override_list
+
+    table_cells = cell_overrides()
     rows_out = ["| preset | rows | est. cost | hand val acc | tuned val acc | chosen | "
                 "seconds | verdict |", "|---|---|---|---|---|---|---|---|"]
     for model, dataset, path in presets():
@@ -108,8 +136,9 @@ def main(argv=None) -> None:
         from llc_bench.experiment.tuning import tune_preset
 
         mirrors = ",".join(str(Path(m).resolve()) for m in args.mirror)
-        overrides = [*args.set, *([f"data.mirrors=[{mirrors}]"] if mirrors else []),
-                     "data.download=false"]
+        fixed, differ = shared_overrides(table_cells.get((model, dataset), [{}]))
+        overrides = [*override_list(fixed), *args.set,
+                     *([f"data.mirrors=[{mirrors}]"] if mirrors else []), "data.download=false"]
         out = args.out / path.name
         start = time.perf_counter()
         try:
@@ -122,15 +151,19 @@ def main(argv=None) -> None:
         hand, new = report["hand_validation_accuracy"], report["validation_accuracy"]
         better = hand is None or new >= hand
         verdict = ("no hand score" if hand is None else
-                   "keep the hand preset" if report["kept_preset"] else "replace")
+                   "keep the hand preset" if report["kept_preset"] else
+                   f"better, not replaced: its cells differ in {', '.join(differ)}" if differ
+                   else "replace")
         rows_out.append(
-            f"| {path.stem} | {report['rows']} | {cost_text} | "
+            f"| {path.stem}" + "".join(f" {k}={v}" for k, v in fixed.items())
+            + f" | {report['rows']} | {cost_text} | "
             + ("-" if hand is None else f"{100 * hand:.2f}") + f" | {100 * new:.2f} | "
             + ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                         for k, v in report["chosen"].items())
             + f" | {time.perf_counter() - start:.0f} | {verdict} |")
         print(rows_out[-1], flush=True)
-        if args.replace and better and not report["kept_preset"] and hand is not None:
+        if (args.replace and better and not report["kept_preset"] and hand is not None
+                and not differ):
             shutil.copyfile(written, path)
     print("\n".join(rows_out))
 

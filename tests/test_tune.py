@@ -272,6 +272,25 @@ def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):
     assert "no preset conf/tuned/llsvm_xor.yaml" in capsys.readouterr().err
 
 
+def test_presets_are_regenerated_under_their_table_cells_overrides():
+    """scripts/regenerate_presets.py tunes a preset under what its table cells fix: ML3 Table 2
+    runs llsvm_ringnorm at m = 10 (so k cannot be tuned past m at the composed m = 100), OCC
+    Table 2 fixes n_basis = 15 for occ_linear_g on letter; cells that differ are named."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "regenerate_presets", REPO / "scripts" / "regenerate_presets.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cells = script.cell_overrides()
+    fixed, differ = script.shared_overrides(cells[("llsvm", "ringnorm")])
+    assert fixed["coding.n_anchors"] == 10 and not differ
+    fixed, differ = script.shared_overrides(cells[("occ_linear_g", "letter")])
+    assert fixed == {"coding.n_basis": 15} and not differ
+    fixed, differ = script.shared_overrides([{"a": 1, "b": 2}, {"a": 1, "b": 3}, {"a": 1, "c": 0}])
+    assert fixed == {"a": 1} and differ == ["b", "c"]
+
+
 def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
     X, y = _xor(300, 0)
     y = np.where(y, 1, -1)
