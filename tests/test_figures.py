@@ -89,6 +89,23 @@ def test_pareto_peer_points_are_read_when_measured(tmp_path):
             _peer_points(path)
 
 
+def test_a_model_may_have_its_own_overrides_on_some_datasets():
+    """The Pareto figure's kernel SVM runs its CV on a subsample of ijcnn and mnist (the runs
+    of LLC-SAPL Tables 2-3), its full CV elsewhere; the figure's own overrides come first."""
+    from llc_bench.tables.figures import _models, _run_overrides
+
+    spec = {"overrides": {"a": 1}, "dataset_overrides": {"ijcnn": {"b": 2}},
+            "models": {"kernel": {"overrides": {"c": 3},
+                                  "dataset_overrides": {"ijcnn": {"trainer.cv_max_rows": 10}}},
+                       "fast": {"model": "llsvm", "overrides": {"trainer.init": "zeros"}}}}
+    models = _models(spec, [])
+    assert _run_overrides(spec, "ijcnn", models["kernel"][2]) == {
+        "a": 1, "b": 2, "c": 3, "trainer.cv_max_rows": 10}
+    assert _run_overrides(spec, "usps", models["kernel"][2]) == {"a": 1, "c": 3}
+    assert models["fast"][0] == "llsvm"
+    assert _run_overrides(spec, "usps", models["fast"][2]) == {"a": 1, "trainer.init": "zeros"}
+
+
 # -- layout and legends, drawn from made-up records (no mirror, nothing trained) -------------
 
 class _Planner:

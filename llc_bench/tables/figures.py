@@ -41,10 +41,20 @@ def _effective(spec: dict, profile: Profile) -> dict:
     return spec
 
 
+class _ModelOverrides(dict):
+    """A model's overrides, and ``per_dataset``: its own ones for some datasets."""
+
+    def __init__(self, overrides, per_dataset):
+        super().__init__(overrides or {})
+        self.per_dataset = dict(per_dataset or {})
+
+
 def _run_overrides(spec: dict, dataset: str, model_overrides: dict) -> dict:
-    """A run's config overrides: the figure's, then its dataset's, then its model's."""
+    """A run's config overrides: the figure's, then its dataset's, then its model's (and
+    the model's for that dataset)."""
     return {**(spec.get("overrides") or {}),
-            **((spec.get("dataset_overrides") or {}).get(dataset) or {}), **model_overrides}
+            **((spec.get("dataset_overrides") or {}).get(dataset) or {}), **model_overrides,
+            **(getattr(model_overrides, "per_dataset", {}).get(dataset) or {})}
 
 
 def _models(spec: dict, skipped: list) -> dict:
@@ -56,7 +66,8 @@ def _models(spec: dict, skipped: list) -> dict:
         if not preset_exists(preset):
             skipped.append(f"{name}: no model preset `{preset}` yet")
             continue
-        out[name] = (preset, raw.get("label", name), dict(raw.get("overrides") or {}))
+        out[name] = (preset, raw.get("label", name),
+                     _ModelOverrides(raw.get("overrides"), raw.get("dataset_overrides")))
     return out
 
 
@@ -278,12 +289,12 @@ class FigureBuilder:
     @_kind
     def pareto(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         """Test accuracy against total fit time (selection and CV included), one point per
-        model and selection budget (``tune=on tune.budget_s=B``; a model whose own grid CV
-        is its selection, ``own_cv: true``, is one point), and the released C++ LL-SVM's
+        model and selection budget (``tune=on tune.budget_s=B``; ``one_run: true``, a model whose
+        own grid CV is its selection or a fixed setting, is one point), and the released C++ LL-SVM's
         measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer`` writes)."""
         from llc_bench.experiment.costs import fit_seconds
 
-        own_cv = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("own_cv")}
+        own_cv = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))
         runs = {}
         for d in datasets:
