@@ -116,6 +116,9 @@ def main(argv=None) -> None:
     budget = sets.get("tune.budget_s", tune.budget_s)
     budget = None if budget in (None, "null") else float(budget)
     only = set(args.only.split(",")) if args.only else None
+    unknown = sorted((only or set()) - {path.stem for _, _, path in presets()})
+    if unknown:
+        parser.error(f"--only: no preset conf/tuned/{unknown[0]}.yaml")
     from llc_bench.tables.plan import override_list
 
     table_cells = cell_overrides()

@@ -289,6 +289,8 @@ def test_presets_are_regenerated_under_their_table_cells_overrides():
     assert fixed == {"coding.n_basis": 15} and not differ
     fixed, differ = script.shared_overrides([{"a": 1, "b": 2}, {"a": 1, "b": 3}, {"a": 1, "c": 0}])
     assert fixed == {"a": 1} and differ == ["b", "c"]
+    with pytest.raises(SystemExit):  # a name with no preset is an argparse error, not a no-op
+        script.main(["--only", "nosuch"])
 
 
 def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):

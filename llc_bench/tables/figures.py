@@ -294,12 +294,12 @@ class FigureBuilder:
         measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer`` writes)."""
         from llc_bench.experiment.costs import fit_seconds
 
-        own_cv = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
+        one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))
         runs = {}
         for d in datasets:
             for m, (preset, _, over) in models.items():
-                for b in [None] if m in own_cv else spec["budgets"]:
+                for b in [None] if m in one_run else spec["budgets"]:
                     o = _run_overrides(spec, d, over)
                     if b is not None:  # the budget alone ends the selection
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None}
@@ -318,7 +318,7 @@ class FigureBuilder:
                     skipped.append(f"{m} on {d}: no record")
                     continue
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
-                        label=label if m in own_cv else f"{label} ({len(pts)} budgets)")
+                        label=label if m in one_run else f"{label} ({len(pts)} budgets)")
                 drawn += 1
             if d in peer:
                 ax.plot([peer[d]["train_seconds"]], [peer[d]["accuracy"]], "k*", ms=11,
