@@ -325,3 +325,27 @@ def test_two_workers_share_one_study(tmp_path):
     best = max((t for t in report["trials"] if t["folds_scored"] == 5),
                key=lambda t: (t["score"], -t["number"]))
     assert chosen == best["params"] and report["stopped_by"] == "trials"
+
+
+def test_a_preset_outside_the_space_is_the_first_trial(tmp_path):
+    """sapl_mnist's anchor_scale = 100 lies outside sapl's declared 0.001-1: the dimension is
+    widened to hold it (the declared range kept beside), so the preset is trial 0 and the
+    search runs between the two; a setting inside the space leaves it, and the key, as
+    declared."""
+    X, y = _xor(300, 0)
+    config = compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=3",
+                         "tune.budget_s=null", "trainer.epochs=2", "trainer.anchor_scale=100",
+                         "coding.n_anchors=400", tmp_path=tmp_path)
+    resolved = prepare_config(config)
+    space = resolved["tune"]["space"]
+    assert space["trainer.anchor_scale"]["high"] == 100.0
+    assert space["trainer.anchor_scale"]["declared"] == [0.001, 1.0]
+    assert space["coding.n_anchors"]["values"][-1] == 400
+    assert "declared" not in space["trainer.lambda_"]
+    _, report = select(resolved, X, np.where(y, 1, -1), build_estimator)
+    assert report["defaults_first"]
+    assert report["trials"][0]["params"]["trainer.anchor_scale"] == 100.0
+    assert set(report["widened"]) == {"trainer.anchor_scale", "coding.n_anchors"}
+    inside = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                        tmp_path=tmp_path))
+    assert not any("declared" in d for d in inside["tune"]["space"].values())

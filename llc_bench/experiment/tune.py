@@ -17,7 +17,9 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   standard errors: counted in trials, so still the same choice on any machine), or when the
   next trial would pass ``budget_s`` seconds (judged from the trials so far; then the
   choice may depend on the machine, and the report says ``stopped_by: budget``);
-* shares the k-means anchors of trials with the same m and rule (``anchor_memo``).
+* shares the k-means anchors of trials with the same m and rule (``anchor_memo``);
+* tries the run's own setting first (its preset, else the model's defaults), widening a
+  dimension of the space that does not hold it (the record lists it under ``widened``).
 
 The runner then fits the chosen setting on all training rows.  ``tune=auto`` (the default)
 selects when the model declares a space, no ``conf/tuned/<model>_<dataset>.yaml`` preset
@@ -153,6 +155,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     if not space:
         config["tune"] = None
         return config
+    space = _holding_own_setting(space, config)
     for key in space:
         if get_dotted(config, key) is None and key.rsplit(".", 1)[-1] not in (
                 config.get(key.split(".")[0]) or {}):
@@ -162,6 +165,35 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
+
+
+def _holding_own_setting(space: Mapping, config: Mapping) -> dict:
+    """The space with each searched dimension widened to hold the run's own value (a
+    preset's, e.g. sapl_mnist's anchor_scale = 100 against a declared 0.001-1), so that
+    setting is the first trial and the search runs between it and the declared range.  The
+    declared range is kept as ``declared``; a dimension that holds its value is unchanged
+    (so is the cache key of every run whose setting lies in the space).  A null (a model
+    that chooses the value by its own grid) is not a value to hold."""
+    out = {}
+    for key, dim in space.items():
+        value = get_dotted(config, key)
+        scalar = isinstance(value, int | float | str) and not isinstance(value, bool)
+        if dim["kind"] == "choice":
+            if scalar and len(dim["values"]) > 1 and value not in dim["values"]:
+                values = [*dim["values"], value]
+                if all(isinstance(v, int | float) for v in values):
+                    values = sorted(values)
+                dim = {**dim, "values": values, "declared": list(dim["values"])}
+        elif (isinstance(value, int | float) and not isinstance(value, bool)
+              and not dim["low"] <= value <= dim["high"]
+              and (dim["kind"] == "float" or float(value).is_integer())
+              and (not dim["log"] or value > 0)):
+            cast = float if dim["kind"] == "float" else int
+            dim = {**dim, "low": cast(min(dim["low"], value)),
+                   "high": cast(max(dim["high"], value)),
+                   "declared": [dim["low"], dim["high"]]}
+        out[key] = dim
+    return out
 
 
 def _check_settings(s: dict) -> None:
@@ -475,6 +507,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
         "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
         "at_edge": _edges(space, chosen),
+        "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
         "trials": records,
     }
     if echo is not None:
