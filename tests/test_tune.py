@@ -349,3 +349,57 @@ def test_a_preset_outside_the_space_is_the_first_trial(tmp_path):
     inside = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
                                         tmp_path=tmp_path))
     assert not any("declared" in d for d in inside["tune"]["space"].values())
+
+
+class _RowCounter(BaseEstimator, ClassifierMixin):
+    """The xor rule for lambda_ above 1e-3, else the training majority; remembers how many
+    rows each fit saw."""
+
+    seen: list = []
+
+    def __init__(self, lambda_=1.0):
+        self.lambda_ = lambda_
+
+    def fit(self, X, y):
+        _RowCounter.seen.append(len(y))
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        if self.lambda_ > 1e-3:
+            return (X[:, 0] * X[:, 1] > 0).astype(int)
+        return np.full(len(X), self.classes_[0])
+
+
+def test_rungs_train_on_nested_stratified_subsets_of_the_held_out_split(tmp_path):
+    """tune.rungs=3 on 2,400 rows: the held-out quarter is scored after training on 600 and
+    1,800 rows (200 < 500 rows left out), each subset inside the next and in the classes'
+    shares, the validation rows the same; a trial's value is its last rung's score, and a
+    setting poor on few rows is pruned before it is fitted on all of them.  rungs=1 is
+    the procedure (and the cache key) from before rungs existed."""
+    from llc_bench.experiment.tune import _splits
+
+    X, y = _xor(2400, 0)
+    y = np.where(y & (X[:, 0] > 0.5), 2, y.astype(int))  # three classes, unequal shares
+    tune = {"folds": 5, "holdout": 0.25, "holdout_min_rows": 2000, "rungs": 3}
+    protocol, splits = _splits(X, y, tune, seed=0)
+    assert protocol == "holdout 0.25, rungs of 600/1800 rows"
+    (small, va), (full, va2) = splits
+    assert va is va2 and len(va) == 600 and not set(full) & set(va)
+    assert set(small) < set(full) and len(full) == 1800
+    share = np.bincount(y[full]) / len(full)
+    assert np.abs(np.bincount(y[small]) / len(small) - share).max() < 0.01
+    assert _splits(X, y, {**tune, "rungs": 1}, seed=0)[1][0][0].tolist() == full.tolist()
+
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=12",
+                         "tune.budget_s=null", "tune.rungs=3", tmp_path=tmp_path)
+    resolved = prepare_config(config)
+    assert resolved["tune"]["rungs"] == 3
+    _RowCounter.seen = []
+    _, report = select(resolved, X, y,
+                       lambda config: _RowCounter(config["trainer"]["lambda_"]))
+    assert report["protocol"].endswith("rungs of 600/1800 rows")
+    assert report["validation_rows"] == 600 and "rungs" in report["pruner"]
+    assert _RowCounter.seen.count(600) == 12 and 0 < _RowCounter.seen.count(1800) < 12
+    assert "rungs" not in prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
+                                                     tmp_path=tmp_path))["tune"]

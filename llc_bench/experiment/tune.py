@@ -162,6 +162,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
             raise ConfigError(f"conf/search/{model}.yaml: {key} is not a key of this run's "
                               "config")
     settings = {k: tune.get(k) for k in RESULT_KEYS}
+    if tune.get("rungs") not in (None, 1):  # one rung is the procedure from before rungs
+        settings["rungs"] = tune.get("rungs")  # existed: its runs keep their cache keys
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -222,15 +224,68 @@ def _check_settings(s: dict) -> None:
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):
         bad("patience", "an integer >= 1 or null (no early stop)")
+    rungs = s.get("rungs", 1)
+    if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
+        bad("rungs", "an integer >= 1")
     se = s["keep_default_se"]
     if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
                            or not 0 <= se < math.inf):
         bad("keep_default_se", "a number >= 0 (0: always the best trial)")
 
 
+RUNG_MIN_ROWS = 500  # no rung trains on fewer rows
+
+
 def _splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
     """The protocol and its (train rows, validation rows) pairs: stratified folds, or one
-    stratified held-out fraction from ``holdout_min_rows`` rows on."""
+    stratified held-out fraction from ``holdout_min_rows`` rows on; with ``tune.rungs`` = r
+    > 1, the held-out fraction is scored after training on nested, stratified subsets of
+    1/3^(r-1), ..., 1/3, all of the other rows (successive halving with rows as the
+    resource, as scikit-learn's HalvingRandomSearchCV: a setting poor on few rows is not
+    fitted on all of them), a subset of fewer than RUNG_MIN_ROWS rows left out."""
+    protocol, splits = _base_splits(X, y, tune, seed)
+    rungs = int(tune.get("rungs") or 1)
+    if rungs == 1 or not protocol.startswith("holdout"):
+        return protocol, splits
+    (train, valid), = splits
+    order = _nested_order(y[train], seed)
+    sizes = [len(train) // 3 ** i for i in range(rungs - 1, 0, -1)]
+    sizes = [size for size in sizes if size >= RUNG_MIN_ROWS] + [len(train)]
+    if len(sizes) == 1:
+        return protocol, splits
+    return (f"{protocol}, rungs of {'/'.join(map(str, sizes))} rows",
+            [(train[np.sort(order[:size])], valid) for size in sizes])
+
+
+def _nested_order(y, seed: int) -> np.ndarray:
+    """A seeded order of rows whose every prefix holds each class in about its share:
+    each class's rows shuffled and spread evenly over (0, 1), then sorted by position."""
+    rng = np.random.RandomState(seed)
+    position = np.empty(len(y))
+    for label in np.unique(y):
+        rows = np.flatnonzero(y == label)
+        position[rng.permutation(rows)] = (np.arange(len(rows)) + rng.uniform()) / len(rows)
+    return np.argsort(position, kind="stable")
+
+
+def _parts(X, y, splits: list) -> list:
+    """(X_tr, y_tr, X_va, y_va) per split; the rungs of one held-out set share its arrays."""
+    held: dict = {}
+    for _, va in splits:
+        held.setdefault(id(va), (X[va], y[va]))
+    return [(X[tr], y[tr], *held[id(va)]) for tr, va in splits]
+
+
+def nested(parts: list) -> bool:
+    """Whether the parts are rungs of one held-out set (else folds: their scores averaged)."""
+    return len(parts) > 1 and all(p[3] is parts[0][3] for p in parts)
+
+
+def validation_rows(parts: list) -> int:
+    return len(parts[0][3]) if nested(parts) else sum(len(p[3]) for p in parts)
+
+
+def _base_splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
     from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
 
     n = len(y)
@@ -301,6 +356,7 @@ class _Objective:
 
     def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None):
         self.config, self.build, self.parts, self.deadline = config, build, parts, deadline
+        self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fold_seconds: list[float] = []
         self.records: list[dict] = []
 
@@ -339,15 +395,20 @@ class _Objective:
                 t_fit = time.perf_counter()
                 scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
                 self.fold_seconds.append(time.perf_counter() - t_fit)
-                trial.report(float(np.mean(scores)), step)
+                # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
+                # the pruner (min_resource 1, reduction 3) then judges every rung but the last
+                trial.report(self.value(scores), 3 ** step if self.rungs else step)
                 if step + 1 < len(self.parts) and trial.should_prune():
                     raise optuna.TrialPruned()
         finally:
             self.records.append({"number": trial.number, "params": params,
-                                 "score": float(np.mean(scores)) if scores else None,
+                                 "score": self.value(scores) if scores else None,
                                  "folds_scored": len(scores),
                                  "seconds": time.perf_counter() - t})
-        return float(np.mean(scores))
+        return self.value(scores)
+
+    def value(self, scores: list) -> float:
+        return float(scores[-1] if self.rungs else np.mean(scores))
 
 
 class _Patience:
@@ -397,7 +458,7 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
     objective = _Objective(config, build, parts, deadline)
     tune = config["tune"]
     limit = tune["trials"]
-    patience = _Patience(tune.get("patience"), sum(len(p[3]) for p in parts),
+    patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
     callbacks = [objective.stop_on_budget, patience]
     if limit is not None:
@@ -451,7 +512,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     tune, seed = config["tune"], int(config["seed"])
     space, workers = tune["space"], int(tune.get("workers") or 1)
     protocol, splits = _splits(X, y, tune, seed)
-    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
+    parts = _parts(X, y, splits)
     started = time.perf_counter()
     deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
     first = _default_trial(config, space)
@@ -487,14 +548,14 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     if not complete:
         raise ConfigError(f"tune: none of the {len(study.trials)} trials completed "
                           f"(first failure: {_first_failure(study)})")
-    best, kept = _keep_default(study, first, sum(len(va) for _, va in splits),
+    best, kept = _keep_default(study, first, validation_rows(parts),
                                float(tune.get("keep_default_se") or 0.0))
     chosen = {key: best.params[key] for key in space}
     report = {
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
         "kept_default": kept, "defaults_first": first is not None,
-        "validation_rows": min(len(y), sum(len(va) for _, va in splits)),
+        "validation_rows": min(len(y), validation_rows(parts)),
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
         "stopped_by": stopped or "trials",
@@ -504,7 +565,8 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
                    + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1}) "
                       "on one SQLite study" if workers > 1 else "")
                    + (", the defaults first" if first is not None else ""),
-        "pruner": "SuccessiveHalvingPruner over the folds (min_resource 1, reduction 3)",
+        "pruner": "SuccessiveHalvingPruner over the " + ("rungs" if nested(parts) else "folds")
+                  + " (min_resource 1, reduction 3)",
         "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
         "at_edge": _edges(space, chosen),
         "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
@@ -526,7 +588,7 @@ def score_setting(config: Mapping, X, y, build: Callable) -> float:
     selection with its ``tune`` settings would use: a preset outside the space scored on
     the same rows as the trials."""
     _, splits = _splits(X, y, config["tune"], int(config["seed"]))
-    parts = [(X[tr], y[tr], X[va], y[va]) for tr, va in splits]
+    parts = _parts(X, y, splits)
     objective = _Objective({**config, "tune": {**config["tune"], "space": {},
                                                 "budget_s": None}}, build, parts, None)
     return objective(_optuna().trial.FixedTrial({}))
