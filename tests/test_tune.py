@@ -217,7 +217,9 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
                             ("tune.folds=1", "tune.folds=1"),
                             ("tune.holdout=1.5", "tune.holdout=1.5"),
-                            ("tune.patience=0", "tune.patience=0")):
+                            ("tune.patience=0", "tune.patience=0"),
+                            ("tune.rungs=0", "tune.rungs=0"),
+                            ("tune.rungs=true", "tune.rungs=True")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):

@@ -162,8 +162,9 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
             raise ConfigError(f"conf/search/{model}.yaml: {key} is not a key of this run's "
                               "config")
     settings = {k: tune.get(k) for k in RESULT_KEYS}
-    if tune.get("rungs") not in (None, 1):  # one rung is the procedure from before rungs
-        settings["rungs"] = tune.get("rungs")  # existed: its runs keep their cache keys
+    rungs = tune.get("rungs")  # one rung is the procedure from before rungs existed:
+    if rungs is not None and not (type(rungs) is int and rungs == 1):  # its keys stay
+        settings["rungs"] = rungs
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
