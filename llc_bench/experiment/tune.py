@@ -181,14 +181,16 @@ def _holding_own_setting(space: Mapping, config: Mapping) -> dict:
     for key, dim in space.items():
         value = get_dotted(config, key)
         scalar = isinstance(value, int | float | str) and not isinstance(value, bool)
+        if not scalar or _holds(dim, value):
+            out[key] = dim
+            continue
         if dim["kind"] == "choice":
-            if scalar and len(dim["values"]) > 1 and value not in dim["values"]:
+            if len(dim["values"]) > 1:
                 values = [*dim["values"], value]
                 if all(isinstance(v, int | float) for v in values):
                     values = sorted(values)
                 dim = {**dim, "values": values, "declared": list(dim["values"])}
-        elif (isinstance(value, int | float) and not isinstance(value, bool)
-              and not dim["low"] <= value <= dim["high"]
+        elif (not isinstance(value, str) and math.isfinite(value)
               and (dim["kind"] == "float" or float(value).is_integer())
               and (not dim["log"] or value > 0)):
             cast = float if dim["kind"] == "float" else int
@@ -283,6 +285,7 @@ def nested(parts: list) -> bool:
 
 
 def validation_rows(parts: list) -> int:
+    """The validation rows a score rests on (the rungs' one held-out set counted once)."""
     return len(parts[0][3]) if nested(parts) else sum(len(p[3]) for p in parts)
 
 
@@ -321,13 +324,17 @@ def _default_trial(config: Mapping, space: Mapping) -> dict | None:
         value = get_dotted(config, key)
         if value is None:
             value = dim.get("null_means")
-        if dim["kind"] == "choice":
-            if value not in dim["values"]:
-                return None
-        elif not isinstance(value, int | float) or not dim["low"] <= value <= dim["high"]:
+        if not _holds(dim, value):
             return None
         params[key] = value
     return params
+
+
+def _holds(dim: Mapping, value) -> bool:
+    """Whether ``value`` is one of a dimension's choices or lies in its interval."""
+    if dim["kind"] == "choice":
+        return value in dim["values"]
+    return isinstance(value, int | float) and dim["low"] <= value <= dim["high"]
 
 
 def _edges(space: Mapping, chosen: Mapping) -> list[str]:
