@@ -63,7 +63,9 @@ def test_calibration_is_stable_across_seeds(standardised):
     for seed in (0, 1, 2):
         clf = _fit(X, y, "sapl", epochs=1, random_state=seed)
         cal = clf.fit_info_["sgd"]["t0_calibration"]
-        assert len(cal["grid"]) == len(LEARNED_ETA0_EXPONENTS) and cal["repeats"] >= 2
+        assert set(cal["grid"]) <= {f"{clf.fit_info_['sgd']['lambda'] ** -0.25 * 2.0 ** j:.6g}"
+                                    for j in LEARNED_ETA0_EXPONENTS}
+        assert len(cal["grid"]) == 9 and cal["repeats"] >= 2  # coarse-to-fine, step 2
         assert cal["passes"] == LEARNED_PASSES  # learned anchors: 10 passes per η0
         steps.append(np.log2(cal["eta0"]))
     assert max(steps) - min(steps) <= 2.0 + 1e-9  # within one grid step (a factor of 4)
@@ -189,10 +191,11 @@ def test_divergence_restarts_with_a_smaller_step(standardised, monkeypatch):
     assert max(e["objective"] for e in history[1:]) <= 2 * history[0]["objective"]
 
 
-def test_fixed_anchors_default_to_the_coarse_grid_and_learned_to_the_whole_grid():
+def test_fixed_and_learned_anchors_default_to_their_coarse_grids():
     """v5 defaults: a fixed-anchor fit calibrates η0 on the coarse-to-fine grid (13 of
-    27 points), ``calibration_coarse_step=1`` on the whole grid; learned anchors run
-    their whole (halved) grid and float64 weights."""
+    27 points), ``calibration_coarse_step=1`` on the whole grid; v6: learned anchors run
+    their (halved) grid coarse-to-fine with step 2 (9 of 14 points, the whole grid's
+    choice here) and float64 weights."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
@@ -203,9 +206,13 @@ def test_fixed_anchors_default_to_the_coarse_grid_and_learned_to_the_whole_grid(
     assert len(fixed["t0_calibration"]["grid"]) < 27
     assert set(fixed["t0_calibration"]["grid"]) < set(whole["t0_calibration"]["grid"])
     assert fixed["sgd_dtype"] == "float32"
-    learned = LLSVMClassifier(**kw, coding="soft_knn", learn_anchors=True).fit(X, y)
-    info = learned.fit_info_["sgd"]
-    assert len(info["t0_calibration"]["grid"]) == len(LEARNED_ETA0_EXPONENTS)
+    learn = dict(kw, coding="soft_knn", learn_anchors=True)
+    info = LLSVMClassifier(**learn).fit(X, y).fit_info_["sgd"]
+    full = LLSVMClassifier(**learn, calibration_coarse_step=1).fit(X, y).fit_info_["sgd"]
+    assert len(full["t0_calibration"]["grid"]) == len(LEARNED_ETA0_EXPONENTS)
+    assert len(info["t0_calibration"]["grid"]) == 9
+    assert set(info["t0_calibration"]["grid"]) < set(full["t0_calibration"]["grid"])
+    assert info["eta0"] == full["eta0"]
     assert info["sgd_dtype"] == "float64"
 
 def test_numerics_version_enters_the_cache_key():
@@ -218,7 +225,7 @@ def test_numerics_version_enters_the_cache_key():
     assert llc["numerics_version"] == 5  # 5: vectorised dual CD, float32 SGD, coarse η0 grid
     sapl = add_numerics_version({**base, "trainer": {"name": "llc_sgd", "learn_anchors": True},
                                  "coding": {"name": "soft_knn"}})
-    assert sapl["numerics_version"] == 5  # 5: the vectorised dual CD init
+    assert sapl["numerics_version"] == 6  # 6: the coarse-to-fine η0 grid for learned anchors
     lin = add_numerics_version({**base, "trainer": {"name": "liblinear"}, "coding": None})
     assert lin["numerics_version"] is None  # version 1 stays out: old keys unchanged
     assert config_hash(llc) != config_hash({**llc, "numerics_version": None})

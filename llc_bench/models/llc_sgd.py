@@ -407,18 +407,9 @@ def calibrate_eta0(
         def run(points):
             for r, cost in enumerate(costs_of):
                 costs[r, points] = list(pool.map(cost, [grid[i] for i in points]))
+            return costs[:, points]
 
-        if coarse_step is None:
-            points = list(range(len(grid)))
-            run(points)
-        else:  # every n-th point, then the points around the best of them
-            points = list(range(0, len(grid), coarse_step))
-            run(points)
-            centre = points[_best_eta0(costs[:, points])]
-            near = [i for i in range(max(0, centre - coarse_step + 1),
-                                     min(len(grid), centre + coarse_step)) if i % coarse_step]
-            run(near)
-            points = sorted(points + near)
+        points = coarse_to_fine(len(grid), coarse_step, run)
     mean = costs[:, points].mean(axis=0)
     eta0 = grid[points[_best_eta0(costs[:, points])]]
     return t0_of_eta0(lambda_, eta0), {
@@ -430,6 +421,23 @@ def calibrate_eta0(
         "start_cost": float(start_cost.mean()),
         "grid": {f"{grid[i]:.6g}": float(c) for i, c in zip(points, mean, strict=True)},
     }
+
+
+def coarse_to_fine(n_points: int, step: int | None, costs_at) -> list[int]:
+    """The grid points a calibration evaluates: all (``step`` None), or every ``step``-th,
+    then those within ``step`` - 1 points of the best of them.  ``costs_at(points)`` returns
+    the (repeats x len(points)) costs at those points (running them)."""
+    if step is None:
+        points = list(range(n_points))
+        costs_at(points)
+        return points
+    points = list(range(0, n_points, step))
+    centre = points[_best_eta0(costs_at(points))]
+    near = [i for i in range(max(0, centre - step + 1), min(n_points, centre + step))
+            if i % step]
+    if near:
+        costs_at(near)
+    return sorted(points + near)
 
 
 def _best_eta0(costs: np.ndarray) -> int:

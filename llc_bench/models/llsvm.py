@@ -98,8 +98,11 @@ from .llc_sgd import (
     train_llc_sgd,
 )
 
-#: The fixed-anchor default of ``calibration_coarse_step`` (numerics v5).
+#: The default ``calibration_coarse_step`` with fixed anchors (numerics v5) and with
+#: learned ones (v6: on the 703 whole-grid calibrations of learned anchors in the store,
+#: step 2 picks the same η0 in 701, with 9 of the 14 points).
 FIXED_COARSE_STEP = 4
+LEARNED_COARSE_STEP = 2
 
 
 class _Seeds(NamedTuple):
@@ -203,8 +206,9 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         3 = the faster defaults: dual_cd init, k-means on a 20,000-row sample;
         4 (learned anchors only) = their η0 calibrated over 10 passes on a grid of step 4;
         5 = the dual CD init's sums reassociated (vectorised), and with fixed anchors the
-        float32 SGD weights and the coarse-to-fine η0 grid by default."""
-        return 5
+        float32 SGD weights and the coarse-to-fine η0 grid by default;
+        6 (learned anchors only) = their η0 grid coarse-to-fine too (step 2)."""
+        return 6 if self.learn_anchors else 5
 
     #: ``fit`` accepts a row source (``llc_bench.data.rows.RowSource``) streamed in chunks.
     supports_streaming = True
@@ -355,8 +359,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             anchor_scale=float(self.anchor_scale),
             anchor_step_max=None if self.anchor_step_max is None else float(self.anchor_step_max),
             calibration_passes=self.calibration_passes,
-            calibration_coarse_step=(FIXED_COARSE_STEP if self.calibration_coarse_step is None
-                                     and not learn else self.calibration_coarse_step),
+            calibration_coarse_step=self.calibration_coarse_step or (
+                LEARNED_COARSE_STEP if learn else FIXED_COARSE_STEP),
             sgd_dtype=self.sgd_dtype or (None if learn else "float32"))
         batches = stream_batches(source, y_idx, len(self.classes_),
                                  None if learn else self._encode,
@@ -592,10 +596,13 @@ class LLSVMClassifier(_LocalSVMBase):
         subsample's SGD noise); results/bench/calibration_passes.txt.
     calibration_coarse_step : int or None, default None
         η0 calibration on every n-th point of its grid, then on the points within n - 1
-        steps of the best of them (1 = the whole grid; None = 4 with fixed anchors, the
-        whole grid with learned anchors).  With n = 4 the fixed-anchor calibration runs
-        13 of its 27 points; on the recorded grids of the tables' 286 fixed-anchor runs
-        (v4) it picks the whole grid's η0 in 285 (results/bench/bench_llsvm.txt).
+        steps of the best of them (1 = the whole grid; None = 4 with fixed anchors, 2
+        with learned anchors).  With n = 4 the fixed-anchor calibration runs 13 of its 27
+        points; on the recorded grids of the tables' 286 fixed-anchor runs (v4) it picks
+        the whole grid's η0 in 285 (results/bench/bench_llsvm.txt).  With n = 2 the
+        learned-anchor calibration (each point 10 passes, most of a fit's time) runs 9 of
+        its 14 points and picks the whole grid's η0 in 701 of the 703 recorded (v5)
+        calibrations (results/bench/bench_learned_calibration.txt).
     sgd_dtype : {"float64", "float32"} or None, default None
         The SGD epochs (and their η0 calibration) update a W of this dtype (None =
         float32 with fixed anchors, float64 with learned anchors).  A step reads k·C·D
