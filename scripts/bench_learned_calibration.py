@@ -50,8 +50,8 @@ def replay(store: Path, step: int) -> tuple[int, int, list]:
             costs = np.asarray(list((cal.get("grid") or {}).values()), dtype=float)
             if costs.size != len(LEARNED_ETA0_EXPONENTS):
                 continue  # not a whole learned-anchor grid
-            whole = coarse_to_fine(costs.size, None, lambda p: costs[None, p])
-            pick = coarse_to_fine(costs.size, step, lambda p: costs[None, p])
+            whole = coarse_to_fine(costs.size, None, lambda p, c=costs: c[None, p])
+            pick = coarse_to_fine(costs.size, step, lambda p, c=costs: c[None, p])
             best_whole = whole[_best_eta0(costs[None, whole])]
             best_pick = pick[_best_eta0(costs[None, pick])]
             n += 1

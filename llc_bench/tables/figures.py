@@ -289,9 +289,10 @@ class FigureBuilder:
     @_kind
     def pareto(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         """Test accuracy against total fit time (selection and CV included), one point per
-        model and selection budget (``tune=on tune.budget_s=B``; ``one_run: true``, a model whose
-        own grid CV is its selection or a fixed setting, is one point), and the released C++ LL-SVM's
-        measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer`` writes)."""
+        model and selection budget (``tune=on tune.budget_s=B``; ``one_run: true``, a model
+        whose own grid CV is its selection or a fixed setting, is one point), and the released
+        C++ LL-SVM's measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer``
+        writes)."""
         from llc_bench.experiment.costs import fit_seconds
 
         one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
