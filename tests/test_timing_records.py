@@ -280,3 +280,17 @@ def test_timing_only_refuses_parallel_local_jobs(tmp_path):
     tables_command(["--timing-only", "--table", "sapl_table2", "--results-dir",
                     str(tmp_path)], echo=lines.append)
     assert any("no timing cells" in line for line in lines)
+
+
+def test_a_cell_timed_on_two_hosts_is_not_clean():
+    """A ratio's numerator and reference (or a cell's seeds) timed on two machines: the
+    cell says so (two virtual machines of one session ran 2x apart)."""
+    from llc_bench.experiment.environment import host_info
+    from llc_bench.tables.aggregate import unclean_timings
+
+    clean = {"run_window": _window("a", 0, 1), "threads": {"single": True}, "timings": {}}
+    here = dict(clean, config_hash="a", host=host_info())
+    there = dict(clean, config_hash="b", host={**host_info(), "platform": "Linux-other-vm"})
+    assert here["host"]["cpu"] is None or isinstance(here["host"]["cpu"], str)
+    assert unclean_timings([here, dict(here, config_hash="c")], []) == {}
+    assert unclean_timings([here, there], []) == {"timed on different hosts": 2}

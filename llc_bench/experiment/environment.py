@@ -42,7 +42,26 @@ def code_revision() -> dict[str, object] | None:
 
 def host_info() -> dict[str, object]:
     return {"node": platform.node(), "platform": platform.platform(),
-            "machine": platform.machine(), "cpus": os.cpu_count()}
+            "machine": platform.machine(), "cpus": os.cpu_count(), "cpu": _cpu_model()}
+
+
+def _cpu_model() -> str | None:
+    """The processor's name (Linux: /proc/cpuinfo's "model name"; else ``platform``'s)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def host_of(record: dict) -> str | None:
+    """What tells two runs' machines apart in every record: the platform string (OS and
+    kernel build; two virtual machines differ there).  The processor (``cpu``) is recorded
+    beside it from the tenth session on."""
+    return (record.get("host") or {}).get("platform")
 
 
 def peak_rss_mb() -> float | None:

@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from llc_bench.errors import ResultsError
+from llc_bench.experiment.environment import host_of
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.experiment.runlog import overlapping, read_log
 from llc_bench.experiment.selection import grid_edges
@@ -265,7 +266,9 @@ def timing_problem(record: dict, log: list[dict]) -> str | None:
 
 
 def unclean_timings(records: list[dict], log: list[dict]) -> dict:
-    """{why: number of distinct runs} over ``records`` whose timings are not clean."""
+    """{why: number of distinct runs} over ``records`` whose timings are not clean; a cell
+    whose runs (a ratio's reference included) were timed on more than one host counts
+    them all as "timed on different hosts"."""
     out: dict[str, int] = {}
     seen = set()
     for record in records:
@@ -275,6 +278,8 @@ def unclean_timings(records: list[dict], log: list[dict]) -> dict:
         why = timing_problem(record, log)
         if why:
             out[why] = out.get(why, 0) + 1
+    if len({host_of(record) for record in records}) > 1:
+        out["timed on different hosts"] = len(seen)
     return out
 
 
