@@ -99,8 +99,8 @@ from .llc_sgd import (
 )
 
 #: The default ``calibration_coarse_step`` with fixed anchors (numerics v5) and with
-#: learned ones (v6: on the 703 whole-grid calibrations of learned anchors in the store,
-#: step 2 picks the same η0 in 701, with 9 of the 14 points).
+#: learned ones (v6: of the store's 703 whole-grid learned-anchor calibrations, step 2
+#: picks the same η0 in 701, the other 2 being one setting at v4 and v5; 9 of 14 points).
 FIXED_COARSE_STEP = 4
 LEARNED_COARSE_STEP = 2
 
@@ -601,7 +601,7 @@ class LLSVMClassifier(_LocalSVMBase):
         points; on the recorded grids of the tables' 286 fixed-anchor runs (v4) it picks
         the whole grid's η0 in 285 (results/bench/bench_llsvm.txt).  With n = 2 the
         learned-anchor calibration (each point 10 passes, most of a fit's time) runs 9 of
-        its 14 points and picks the whole grid's η0 in 701 of the 703 recorded (v5)
+        its 14 points and picks the whole grid's η0 in 701 of the 703 recorded (v4, v5)
         calibrations (results/bench/bench_learned_calibration.txt).
     sgd_dtype : {"float64", "float32"} or None, default None
         The SGD epochs (and their η0 calibration) update a W of this dtype (None =
