@@ -179,3 +179,18 @@ def test_random_per_class_anchors(data):
     assert len(set(rows)) == 30
     with pytest.raises(ConfigError):
         fit_anchors(X, 5, method="random_per_class")
+
+
+def test_kmeans_per_class_anchors_are_each_class_own_kmeans(data):
+    from sklearn.cluster import KMeans
+
+    X, _ = data
+    y = np.repeat([0, 1, 2], [250, 45, 5])
+    V, info = fit_anchors(X, 30, method="kmeans_per_class", y=y, random_state=0)
+    assert V.shape == (30, 7) and info["per_class"] == {"0": 15, "1": 10, "2": 5}
+    # the first class's 15 anchors are k-means on its rows alone (the same seed)
+    ref = KMeans(n_clusters=15, random_state=0, n_init=1).fit(X[y == 0]).cluster_centers_
+    np.testing.assert_allclose(V[:15], ref)
+    np.testing.assert_allclose(np.sort(V[25:], axis=0), np.sort(X[y == 2], axis=0))
+    with pytest.raises(ConfigError, match="kmeans_per_class"):
+        fit_anchors(X, 5, method="kmeans_per_class")

@@ -50,7 +50,8 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
     preset = OmegaConf.to_container(OmegaConf.load(out))
     best = study.best_params
     assert preset["trainer"]["lambda_"] == best["trainer.lambda_"]
-    assert preset["coding"] == {"k": best["coding.k"], "power": best["coding.power"]}
+    assert preset["coding"] == {"k": best["coding.k"], "power": best["coding.power"],
+                                "anchor_method": best["coding.anchor_method"]}
 
     # the same through the command line: `llc-bench tune MODEL DATASET --from-sweep`
     capsys.readouterr()

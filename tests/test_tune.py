@@ -60,7 +60,8 @@ def test_own_files_are_tuned_by_default_and_the_record_holds_the_trials(files):
     tune = record["tune"]
     assert tune["n_trials"] == 6 and len(tune["trials"]) == 6
     assert tune["protocol"] == "5-fold" and tune["rows"] == 400
-    assert set(tune["chosen"]) == set(search_space("llsvm"))
+    # every dimension but the anchor rule, searched with more than two classes only
+    assert set(tune["chosen"]) == set(search_space("llsvm")) - {"coding.anchor_method"}
     # the model's own setting is the first trial; the choice is the best validation score
     assert tune["trials"][0]["params"]["coding.n_anchors"] == 100
     best = max(t["score"] for t in tune["trials"] if t["folds_scored"] == 5)
@@ -180,10 +181,30 @@ def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
 def test_keys_on_the_command_line_are_not_searched(tmp_path):
     config = compose_run("model=llsvm", "dataset=heart", "tune=auto", tmp_path=tmp_path)
     resolved = resolve(json.loads(json.dumps(config)), fixed=("trainer.lambda_", "coding.k"))
-    assert set(resolved["tune"]["space"]) == {"coding.n_anchors", "coding.power"}
+    assert set(resolved["tune"]["space"]) == {"coding.n_anchors", "coding.power",
+                                              "coding.anchor_method"}
     every = resolve(json.loads(json.dumps(config)), fixed=tuple(search_space("llsvm")))
     assert every["tune"] is None
     assert resolve(json.loads(json.dumps(config)), fixed=("*",))["tune"] is None
+
+
+def test_the_anchor_rule_is_searched_with_more_than_two_classes_only(tmp_path):
+    """llsvm's space declares the anchor rule multiclass_only: two classes drop it from
+    the search (the run's own k-means), three search it, the defaults' k-means first."""
+    config = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
+                                        "tune.trials=6", "tune.budget_s=null",
+                                        "trainer.epochs=2", tmp_path=tmp_path))
+    assert config["tune"]["space"]["coding.anchor_method"]["multiclass_only"]
+    X, y = _xor(300, 0)
+    _, binary = select(config, X, np.where(y, 1, -1), build_estimator)
+    assert "coding.anchor_method" not in binary["space"]
+    assert all("coding.anchor_method" not in t["params"] for t in binary["trials"])
+    three = np.where(y, 1, 0) + (X[:, 0] > 0.5)
+    _, multi = select(config, X, three, build_estimator)
+    assert multi["chosen"]["coding.anchor_method"] in ("kmeans", "kmeans_per_class")
+    assert multi["trials"][0]["params"]["coding.anchor_method"] == "kmeans"
+    assert {t["params"]["coding.anchor_method"] for t in multi["trials"]} == {
+        "kmeans", "kmeans_per_class"}
 
 
 def test_a_one_point_space_skips_selection(tmp_path, monkeypatch):

@@ -12,6 +12,9 @@ Two rules:
   rows, ``tol`` replaces scikit-learn's 1e-4 stopping tolerance.
 * ``random_per_class`` (Ladický's released LL-SVM code, DESIGN §7): random
   training points, the m anchors split as evenly as possible between classes.
+* ``kmeans_per_class``: the same split between classes, each class's share by
+  k-means on that class's rows (every class gets anchors of its own, as in
+  ``random_per_class``, placed by k-means rather than at random).
 
 Both return a dense C-contiguous float64 array of shape (m, D), also for sparse
 (CSR) input.  ``m`` is capped at the number of training rows (k-means cannot make
@@ -34,7 +37,7 @@ from ..errors import ConfigError
 #: Training rows above which MiniBatchKMeans replaces KMeans.
 MINIBATCH_THRESHOLD = 200_000
 
-ANCHOR_METHODS = ("kmeans", "random_per_class")
+ANCHOR_METHODS = ("kmeans", "random_per_class", "kmeans_per_class")
 
 _MEMO: contextvars.ContextVar[list | None] = contextvars.ContextVar("anchor_memo", default=None)
 
@@ -127,39 +130,47 @@ def fit_anchors(
         anchors = km.cluster_centers_
         info["inertia"] = float(km.inertia_)
         info["n_iter"] = int(km.n_iter_)
-    elif method == "random_per_class":
+    elif method in ("random_per_class", "kmeans_per_class"):
         if y is None:
-            raise ConfigError("anchors 'random_per_class' needs the training labels")
-        rng = (
-            random_state
-            if isinstance(random_state, np.random.RandomState)
-            else (np.random.RandomState(random_state))
-        )
-        y = np.asarray(y)
-        classes, y_idx = np.unique(y, return_inverse=True)
-        counts = np.bincount(y_idx, minlength=len(classes))
-        # m // C per class, the remainder to the first classes; capped by class size
-        share = np.full(len(classes), m // len(classes))
-        share[: m % len(classes)] += 1
-        share = np.minimum(share, counts)
-        # give what small classes could not take to the others
-        missing = m - share.sum()
-        for c in np.argsort(-counts):
-            if missing <= 0:
-                break
-            extra = min(missing, counts[c] - share[c])
-            share[c] += extra
-            missing -= extra
-        rows = [
-            rng.choice(np.flatnonzero(y_idx == c), size=share[c], replace=False)
-            for c in range(len(classes))
-        ]
-        rows = np.sort(np.concatenate(rows))
-        anchors = X[rows]
-        info["algorithm"] = "random training points per class"
-        info["per_class"] = {str(c): int(s) for c, s in zip(classes, share, strict=True)}
+            raise ConfigError(f"anchors {method!r} needs the training labels")
+        y_idx, share = _class_shares(y, m)
+        if method == "random_per_class":
+            rng = (random_state if isinstance(random_state, np.random.RandomState)
+                   else np.random.RandomState(random_state))
+            rows = np.sort(np.concatenate([
+                rng.choice(np.flatnonzero(y_idx == c), size=share[c], replace=False)
+                for c in range(share.size)]))
+            anchors = X[rows]
+            info["algorithm"] = "random training points per class"
+        else:
+            anchors = np.vstack([
+                fit_anchors(X[y_idx == c], int(share[c]), random_state=random_state,
+                            minibatch_threshold=minibatch_threshold, max_iter=max_iter,
+                            sample_rows=sample_rows, tol=tol, _memo=False)[0]
+                for c in range(share.size) if share[c] > 0])
+            info["algorithm"] = "k-means per class"
+        info["per_class"] = {str(c): int(s) for c, s in
+                             zip(np.unique(np.asarray(y)), share, strict=True)}
     else:
         raise ConfigError(f"unknown anchor method {method!r}; choose one of {ANCHOR_METHODS}")
     if sp.issparse(anchors):
         anchors = anchors.toarray()
     return np.ascontiguousarray(anchors, dtype=np.float64), info
+
+
+def _class_shares(y, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class index per row, anchors per class): m // C per class, the remainder to the
+    first classes, capped by class size; what small classes cannot take goes to the largest."""
+    classes, y_idx = np.unique(np.asarray(y), return_inverse=True)
+    counts = np.bincount(y_idx, minlength=len(classes))
+    share = np.full(len(classes), m // len(classes))
+    share[: m % len(classes)] += 1
+    share = np.minimum(share, counts)
+    missing = m - share.sum()
+    for c in np.argsort(-counts):
+        if missing <= 0:
+            break
+        extra = min(missing, counts[c] - share[c])
+        share[c] += extra
+        missing -= extra
+    return y_idx, share

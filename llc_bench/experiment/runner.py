@@ -315,6 +315,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     config = (OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig)
               else copy.deepcopy(dict(cfg)))
     config.pop("hydra", None)
+    config.pop("search", None)  # conf/search/<model>.yaml's notes for tune=auto (a -m sweep)
     check_run_keys(config)  # a key nothing reads (+foo=1, +data.hom=...)
     for key, value in _leaves(config):  # a mandatory key left unset
         if isinstance(value, str) and value == "???":

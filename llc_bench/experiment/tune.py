@@ -18,6 +18,8 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   next trial would pass ``budget_s`` seconds (judged from the trials so far; then the
   choice may depend on the machine, and the report says ``stopped_by: budget``);
 * shares the k-means anchors of trials with the same m and rule (``anchor_memo``);
+* leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
+  (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
   dimension of the space that does not hold it (the record lists it under ``widened``).
 
@@ -88,9 +90,12 @@ def search_space(model: str) -> dict[str, dict] | None:
     conf = OmegaConf.load(path)
     params = OmegaConf.select(conf, "hydra.sweeper.params") or {}
     space = {key: _parse(key, text) for key, text in params.items()}
-    for key, value in (OmegaConf.select(conf, "null_means") or {}).items():
+    for key, value in (OmegaConf.select(conf, "search.null_means") or {}).items():
         if key in space:  # the value a null in the run config stands for (its first trial)
             space[key]["null_means"] = value
+    for key in OmegaConf.select(conf, "search.multiclass_only") or ():
+        if key in space:  # searched on more than two classes only (select() drops it)
+            space[key]["multiclass_only"] = True
     return space
 
 
@@ -519,6 +524,10 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     optuna = _optuna()
     tune, seed = config["tune"], int(config["seed"])
     space, workers = tune["space"], int(tune.get("workers") or 1)
+    if np.unique(y).size <= 2 and any(d.get("multiclass_only") for d in space.values()):
+        space = {k: d for k, d in space.items() if not d.get("multiclass_only")}
+        tune = {**tune, "space": space}
+        config = {**config, "tune": tune}
     protocol, splits = _splits(X, y, tune, seed)
     parts = _parts(X, y, splits)
     started = time.perf_counter()

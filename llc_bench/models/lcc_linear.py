@@ -66,7 +66,7 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
         Nearest anchors per code (Wang et al.'s default; capped at m).
     reg : float, default 1e-4
         LLC's ridge factor: C + reg·tr(C)·I (Wang et al.'s beta).
-    anchor_method : {"kmeans", "random_per_class"}
+    anchor_method : {"kmeans", "random_per_class", "kmeans_per_class"}
     C : float or None
         LIBLINEAR's C; None chooses it by ``cv_folds``-fold CV over ``C_grid``.
     solver : {"l2_hinge", "l2_squared_hinge", "crammer_singer", "logistic"}

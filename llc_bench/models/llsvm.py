@@ -517,9 +517,9 @@ class LLSVMClassifier(_LocalSVMBase):
     power : float, default 1.0
         Exponent p of ``inverse_distance`` weights 1/||x - v||^p (2 = the
         released code's variant).
-    anchor_method : {"kmeans", "random_per_class"}, default "kmeans"
-        k-means anchors (the paper), or random training points per class (the
-        released code).
+    anchor_method : {"kmeans", "random_per_class", "kmeans_per_class"}, default "kmeans"
+        k-means anchors (the paper), random training points per class (the
+        released code), or k-means within each class (m split between the classes).
     lambda_ : float, default 1e-4
         λ of the objective λ/2||W||² + mean hinge (eq. 9); LIBLINEAR init C = 1/(λN).
     epochs : int, default 10
