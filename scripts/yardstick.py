@@ -61,12 +61,22 @@ def _write_csv(path: Path, X, labels) -> None:
     tmp.replace(path)
 
 
-def _from_loader(name: str, max_train: int, max_test: int):
+def _dataset_config(name: str) -> dict:
+    """conf/dataset/NAME.yaml with the configs its ``defaults`` list names merged under it
+    (``connect4_3class`` is ``connect4`` with its own keys on top)."""
     from omegaconf import OmegaConf
+
+    own = OmegaConf.load(REPO / "conf" / "dataset" / f"{name}.yaml")
+    parents = [OmegaConf.create(_dataset_config(p)) for p in own.pop("defaults", [])
+               if p != "_self_"]
+    return OmegaConf.to_container(OmegaConf.merge(*parents, own))
+
+
+def _from_loader(name: str, max_train: int, max_test: int):
 
     from llc_bench.data import load_dataset
 
-    raw = OmegaConf.to_container(OmegaConf.load(REPO / "conf" / "dataset" / f"{name}.yaml"))
+    raw = _dataset_config(name)
     raw.update(scaling="none", max_train=max_train, max_test=max_test)
     ds = load_dataset(raw, seed=0, mirrors=[MIRROR], download=False)
     names = np.asarray([f"c_{c}" for c in ds.classes])
