@@ -262,6 +262,13 @@ def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
     return f"sweep: {len(combos)} runs, {stored} in the store, {cost} to run"
 
 
+def _failed_jobs() -> list[Path]:
+    """The failed-job notes of the sweep just run, in job order."""
+    sweep_dir = _RUN.get("sweep_dir")
+    return sorted(sweep_dir.glob(f"*/{FAILED_JOB_FILE}"),
+                  key=lambda p: (len(p.parent.name), p.parent.name)) if sweep_dir else []
+
+
 def run_command(argv: list[str]) -> None:
     """`llc-bench run [-m] [overrides]`: Hydra's errors are raised to ``main`` (not printed
     by Hydra); a sweep with failed jobs lists them and exits 1."""
@@ -280,6 +287,9 @@ def run_command(argv: list[str]) -> None:
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         run_app()
+    except ValueError:  # Hydra's Optuna sweeper asks for the best of a study none of whose
+        if not _failed_jobs():  # trials completed ("Record does not exist."): the failed
+            raise               # jobs, listed below, say why
     finally:
         if saved is None:
             os.environ.pop("HYDRA_FULL_ERROR", None)
@@ -287,9 +297,7 @@ def run_command(argv: list[str]) -> None:
             os.environ["HYDRA_FULL_ERROR"] = saved
     if "error" in _RUN:
         raise _RUN["error"]
-    sweep_dir = _RUN.get("sweep_dir")
-    failed = sorted(sweep_dir.glob(f"*/{FAILED_JOB_FILE}"),
-                    key=lambda p: (len(p.parent.name), p.parent.name)) if sweep_dir else []
+    failed = _failed_jobs()
     if failed:
         print(f"llc-bench: {len(failed)} job(s) of the sweep failed:", file=sys.stderr)
         for path in failed:

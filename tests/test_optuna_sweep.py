@@ -99,3 +99,17 @@ def test_a_sweep_on_own_files_scores_held_out_training_rows(tmp_path, capsys):
     assert (frame["n_test"] == 50).all() and (frame["n_train"] == 150).all()
     assert set(frame["dataset.validation"].astype(str)) == {"0.25"}
     capsys.readouterr()
+
+
+def test_a_sweep_whose_trials_all_fail_lists_them_and_exits_1(tmp_path, capsys):
+    """No trial completes: the sweeper has no best trial to report, and the command lists
+    the failed jobs (one line each) instead of ending in an unexpected error."""
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "-m", "model=llsvm", "dataset=banana", "+search=llsvm", "trainer.t0=-1",
+              "+dataset.validation=0.25", "hydra.sweeper.n_trials=2", *SMALL,
+              f"results_dir={tmp_path / 'results'}", f"data.mirrors=[{REPO / 'datasets'}]",
+              "data.download=false"])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert "2 job(s) of the sweep failed" in err and "trainer.t0=-1" in err
+    assert "unexpected" not in err
