@@ -133,7 +133,7 @@ def fit_anchors(
     elif method in ("random_per_class", "kmeans_per_class"):
         if y is None:
             raise ConfigError(f"anchors {method!r} needs the training labels")
-        y_idx, share = _class_shares(y, m)
+        classes, y_idx, share = _class_shares(y, m)
         if method == "random_per_class":
             rng = (random_state if isinstance(random_state, np.random.RandomState)
                    else np.random.RandomState(random_state))
@@ -149,8 +149,7 @@ def fit_anchors(
                             sample_rows=sample_rows, tol=tol, _memo=False)[0]
                 for c in range(share.size) if share[c] > 0])
             info["algorithm"] = "k-means per class"
-        info["per_class"] = {str(c): int(s) for c, s in
-                             zip(np.unique(np.asarray(y)), share, strict=True)}
+        info["per_class"] = {str(c): int(s) for c, s in zip(classes, share, strict=True)}
     else:
         raise ConfigError(f"unknown anchor method {method!r}; choose one of {ANCHOR_METHODS}")
     if sp.issparse(anchors):
@@ -158,8 +157,8 @@ def fit_anchors(
     return np.ascontiguousarray(anchors, dtype=np.float64), info
 
 
-def _class_shares(y, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """(class index per row, anchors per class): m // C per class, the remainder to the
+def _class_shares(y, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(classes, class index per row, anchors per class): m // C per class, the remainder to the
     first classes, capped by class size; what small classes cannot take goes to the largest."""
     classes, y_idx = np.unique(np.asarray(y), return_inverse=True)
     counts = np.bincount(y_idx, minlength=len(classes))
@@ -173,4 +172,4 @@ def _class_shares(y, m: int) -> tuple[np.ndarray, np.ndarray]:
         extra = min(missing, counts[c] - share[c])
         share[c] += extra
         missing -= extra
-    return y_idx, share
+    return classes, y_idx, share
