@@ -194,3 +194,23 @@ def test_kmeans_per_class_anchors_are_each_class_own_kmeans(data):
     np.testing.assert_allclose(np.sort(V[25:], axis=0), np.sort(X[y == 2], axis=0))
     with pytest.raises(ConfigError, match="kmeans_per_class"):
         fit_anchors(X, 5, method="kmeans_per_class")
+
+
+def test_distance_memo_returns_copies_of_the_same_neighbours():
+    """Inside ``distance_memo`` the same rows (object), equal anchors and k give what was
+    computed before, as copies (a caller that writes to them changes nothing kept); other
+    anchors or k are searched anew; outside the block nothing is kept."""
+    from llc_bench.coding.local import distance_memo, knn_sq_distances
+
+    rng = np.random.default_rng(0)
+    X, V = rng.normal(size=(50, 3)), rng.normal(size=(7, 3))
+    plain = knn_sq_distances(X, V, 3)
+    with distance_memo():
+        first = knn_sq_distances(X, V, 3)
+        first[1][:] = -1.0
+        again = knn_sq_distances(X, V.copy(), 3)
+        other = knn_sq_distances(X, V + 1.0, 3), knn_sq_distances(X, V, 2)
+    for a, b in zip(plain, again, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(other[1][0], knn_sq_distances(X, V, 2)[0])
+    assert not np.array_equal(other[0][1], plain[1])

@@ -227,6 +227,33 @@ def test_dual_cd_kernel_equals_plain_reference(k):
                  (np.empty((0, 0)), Xs.indptr.astype(np.int64), Xs.indices.astype(np.int64),
                   Xs.data)]:
         Wb = np.zeros((m, X.shape[1] + 1))
-        it = dual_cd_binary(*args, idx, gam, y, 2.0, 0.01, 50, 7, Wb)
+        it = dual_cd_binary(*args, idx, gam, y, 2.0, 0.01, 50, 7, Wb, np.zeros(len(y)))
         assert it == ref_it
         np.testing.assert_allclose(Wb, ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_dual_cd_warm_start_along_the_c_path(n_classes):
+    """Inside ``dual_cd_warm_start`` a problem solved before at another C starts from its
+    duals scaled to the new C: at the default tolerance (what a search's trials use) it
+    stops in fewer passes at about the cold start's objective (2.7-5x fewer here, within
+    0.1 %); the first solve in the block, and any solve outside it, is the cold start."""
+    from llc_bench.models.kronecker import dual_cd_warm_start
+
+    X, y, code, m = _data(n_classes=n_classes)
+    kw = dict(random_state=0, solver="dual_cd")
+    cold = [liblinear_init(X, code, y, n_classes, m, lam, **kw) for lam in (1e-3, 1.2e-3)]
+    with dual_cd_warm_start():
+        first = liblinear_init(X, code, y, n_classes, m, 1e-3, **kw)
+        warm = liblinear_init(X, code, y, n_classes, m, 1.2e-3, **kw)
+        other = liblinear_init(X, code, 1 - y if n_classes == 2 else (y + 1) % n_classes,
+                               n_classes, m, 1.2e-3, **kw)  # other labels: no warm start
+    np.testing.assert_array_equal(first[0], cold[0][0])
+    np.testing.assert_array_equal(other[0], liblinear_init(
+        X, code, 1 - y if n_classes == 2 else (y + 1) % n_classes, n_classes, m, 1.2e-3,
+        **kw)[0])
+    assert "warm_start_from_C" not in first[2] and "warm_start_from_C" not in other[2]
+    assert warm[2]["warm_start_from_C"] == pytest.approx(cold[0][2]["C"])
+    assert 2 * sum(warm[2]["iterations"]) < sum(cold[1][2]["iterations"])
+    f_cold, f_warm = (_primal(X, y, code, m, 1.2e-3, *r[:2]) for r in (cold[1], warm))
+    assert abs(f_warm - f_cold) <= 2e-3 * f_cold

@@ -240,7 +240,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.holdout=1.5", "tune.holdout=1.5"),
                             ("tune.patience=0", "tune.patience=0"),
                             ("tune.rungs=0", "tune.rungs=0"),
-                            ("tune.rungs=true", "tune.rungs=True")):
+                            ("tune.rungs=true", "tune.rungs=True"),
+                            ("tune.warm_start=maybe", "tune.warm_start='maybe'")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -426,3 +427,40 @@ def test_rungs_train_on_nested_stratified_subsets_of_the_held_out_split(tmp_path
     assert _RowCounter.seen.count(600) == 12 and 0 < _RowCounter.seen.count(1800) < 12
     assert "rungs" not in prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                                      tmp_path=tmp_path))["tune"]
+
+
+def test_trials_that_differ_in_lambda_share_the_neighbours_and_warm_start_the_init(tmp_path,
+                                                                                   monkeypatch):
+    """Within a selection, a trial with the anchors and k of an earlier one reuses its
+    neighbour search, and one that differs in λ only starts the dual CD init from the
+    earlier duals; tune.warm_start=false keeps every init cold (and the cache key of
+    before)."""
+    import llc_bench.coding.local as local
+    from llc_bench.models import kronecker
+
+    searches, warm = [], []
+    real_search, real_init = local._knn_sq_distances, kronecker._dual_cd_init
+    monkeypatch.setattr(local, "_knn_sq_distances", lambda *a: searches.append(1)
+                        or real_search(*a))
+
+    def init(*args):
+        out = real_init(*args)
+        warm.append("warm_start_from_C" in out[2])
+        return out
+
+    monkeypatch.setattr(kronecker, "_dual_cd_init", init)
+    X, y = _xor(300, 0)
+    y = np.where(y, 1, -1)
+    fixed = ("coding.n_anchors", "coding.k", "coding.power", "coding.anchor_method")
+    for flag, expect_warm in (("true", True), ("false", False)):
+        searches.clear(), warm.clear()
+        config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=4",
+                             "tune.budget_s=null", f"tune.warm_start={flag}",
+                             "coding.n_anchors=8", "coding.k=4", tmp_path=tmp_path)
+        config = prepare_config(config, fixed=fixed)
+        assert list(config["tune"]["space"]) == ["trainer.lambda_"]
+        assert ("warm_start" in config["tune"]) is expect_warm
+        _, report = select(config, X, y, build_estimator)
+        assert report["n_complete"] >= 2 and report["n_trials"] == 4
+        assert len(searches) == 2 * 5  # 5 folds' training and validation rows, once each
+        assert any(warm) is expect_warm and warm[0] is False

@@ -65,6 +65,8 @@ k = m, and variable-k codings (adaptive_knn's k*) pad their rows with zero weigh
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,6 +126,25 @@ def row_sq_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
+_DISTANCES: contextvars.ContextVar[list | None] = contextvars.ContextVar("distance_memo",
+                                                                        default=None)
+#: The bytes of neighbour searches a ``distance_memo`` block keeps (the most recently used).
+MEMO_BYTES = 256 << 20
+
+
+@contextlib.contextmanager
+def distance_memo():
+    """Inside the block, ``knn_sq_distances`` on the same array object with equal anchors
+    and the same k returns (copies of) what it computed before: the trials of a
+    hyper-parameter search that share the anchors and k (they differ in λ or the coding's
+    sharpness) share the neighbour search of their training and validation rows."""
+    token = _DISTANCES.set([])
+    try:
+        yield
+    finally:
+        _DISTANCES.reset(token)
+
+
 def knn_sq_distances(
     X, anchors: np.ndarray, k: int, anchor_sq_norms: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,6 +154,21 @@ def knn_sq_distances(
     distances (n, k) clipped at 0, and ``scale`` = ||x||² + ||v||² (n, k), the size
     of the rounding error of d (used to detect exact hits).
     """
+    memo = _DISTANCES.get() if anchor_sq_norms is None else None
+    if memo is not None:
+        for i, (X_seen, V_seen, k_seen, found) in enumerate(memo):
+            if X_seen is X and k_seen == k and np.array_equal(V_seen, anchors):
+                memo.append(memo.pop(i))
+                return tuple(a.copy() for a in found)
+        found = _knn_sq_distances(X, anchors, k, None)
+        memo.append((X, anchors.copy(), k, tuple(a.copy() for a in found)))
+        while sum(sum(a.nbytes for a in entry[3]) for entry in memo) > MEMO_BYTES:
+            memo.pop(0)
+        return found
+    return _knn_sq_distances(X, anchors, k, anchor_sq_norms)
+
+
+def _knn_sq_distances(X, anchors, k, anchor_sq_norms):
     V = anchors
     m = V.shape[0]
     if not 1 <= k <= m:

@@ -17,7 +17,10 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   standard errors: counted in trials, so still the same choice on any machine), or when the
   next trial would pass ``budget_s`` seconds (judged from the trials so far; then the
   choice may depend on the machine, and the report says ``stopped_by: budget``);
-* shares the k-means anchors of trials with the same m and rule (``anchor_memo``);
+* shares the k-means anchors of trials with the same m and rule (``anchor_memo``) and the
+  neighbour search of trials with the same anchors and k (``distance_memo``), and
+  (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
+  λ only from that trial's duals (``kronecker.dual_cd_warm_start``);
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
   (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
@@ -31,6 +34,7 @@ never: a run that does not select keeps the cache key it had before selection ex
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import tempfile
@@ -170,6 +174,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     rungs = tune.get("rungs")  # one rung is the procedure from before rungs existed:
     if rungs is not None and not (type(rungs) is int and rungs == 1):  # its keys stay
         settings["rungs"] = rungs
+    if tune.get("warm_start") not in (None, False):  # so is a cold init (the keys from before)
+        settings["warm_start"] = tune.get("warm_start")
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -232,6 +238,8 @@ def _check_settings(s: dict) -> None:
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):
         bad("patience", "an integer >= 1 or null (no early stop)")
+    if s.get("warm_start", False) is not True and "warm_start" in s:
+        bad("warm_start", "true or false")
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
         bad("rungs", "an integer >= 1")
@@ -466,6 +474,8 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None)."""
     from llc_bench.coding.anchors import anchor_memo
+    from llc_bench.coding.local import distance_memo
+    from llc_bench.models.kronecker import dual_cd_warm_start
 
     optuna = _optuna()
     objective = _Objective(config, build, parts, deadline)
@@ -478,7 +488,8 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
         with warnings.catch_warnings():  # "experimental" in optuna 2.x
             warnings.simplefilter("ignore")
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
-    with anchor_memo():
+    warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
+    with anchor_memo(), distance_memo(), warm:
         study.optimize(objective, n_trials=None if limit is None else limit,
                        callbacks=callbacks, catch=CATCH)
     if patience.stopped:

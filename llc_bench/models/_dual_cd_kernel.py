@@ -10,7 +10,10 @@ the shrinking of §3 (LIBLINEAR ``solve_l2r_l1l2_svc``, L1-loss: U = C, D_ii = 0
     w   ← w + (α_i − α_i^old) y_i z_i                     (eq. 10)
 
 stopping when max PG − min PG ≤ eps over a pass of the whole (unshrunk) set, or after
-``max_iter`` passes.  The only difference from LIBLINEAR is the data layout: row i's
+``max_iter`` passes.  ``alpha`` in, α out: zero is LIBLINEAR's cold start; a hyper-parameter
+search passes the α of the previous C scaled by C_new / C_old (the warm start along the C path of
+Chu, Hsieh & Lin, KDD 2015), and w = Σ α_i y_i z_i is built from it before the first pass.
+The only difference from LIBLINEAR is the data layout: row i's
 z_i has k blocks γ_ij [x_i; 1], so wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j) and the update
 touches the k active rows of W (contiguous, vectorised) instead of k(D+1) sparse nodes.
 The sums may be reassociated (``_FASTMATH``: LLVM vectorises each dot product), so the
@@ -80,13 +83,16 @@ _FASTMATH = {"reassoc", "nsz"}
 
 
 @njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter, seed, Wb):
+def dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter, seed, Wb, alpha):
     """One binary problem (labels y = ±1); ``Wb`` (m, Dx+1), zero on entry, receives
-    [W_j, b_j] (Dx = 0: only b, without x).  Returns the number of passes."""
+    [W_j, b_j] (Dx = 0: only b, without x); ``alpha`` (n,) in [0, C], the start (zeros:
+    cold), receives the solution.  Returns the number of passes."""
     n = y.shape[0]
     k = idx.shape[1]
     Dx = Wb.shape[1] - 1
-    alpha = np.zeros(n)
+    for i in range(n):  # w = Σ α_i y_i z_i (eq. 10 summed): nothing for a cold start
+        if alpha[i] != 0.0:
+            _w_update(Wb, X, indptr, indices, data, idx, gam, i, Dx, alpha[i] * y[i])
     QD = np.empty(n)
     index = np.arange(n)
     for i in range(n):
@@ -162,10 +168,11 @@ def dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter, seed
 
 @njit(cache=True, nogil=True, parallel=True)
 def dual_cd_one_vs_rest(X, indptr, indices, data, D, idx, gam, y_idx, n_out, m, C, eps,
-                        max_iter, seed, use_x):
+                        max_iter, seed, use_x, alpha):
     """``n_out`` independent problems (n_out = 1: binary, class 1 = +1; else class c vs
-    the rest) over m anchors, x in D dimensions.  Returns Wb (n_out, m, D+1) (D = 0
-    without x) and the passes per problem."""
+    the rest) over m anchors, x in D dimensions, from the duals ``alpha`` (n_out, n),
+    which receive the solutions.  Returns Wb (n_out, m, D+1) (D = 0 without x) and the
+    passes per problem."""
     Dx = D if use_x else 0
     Wb = np.zeros((n_out, m, Dx + 1))
     iters = np.zeros(n_out, dtype=np.int64)
@@ -173,5 +180,5 @@ def dual_cd_one_vs_rest(X, indptr, indices, data, D, idx, gam, y_idx, n_out, m, 
         target = 1 if n_out == 1 else c
         y = np.where(y_idx == target, 1.0, -1.0)
         iters[c] = dual_cd_binary(X, indptr, indices, data, idx, gam, y, C, eps, max_iter,
-                                  seed + c, Wb[c])
+                                  seed + c, Wb[c], alpha[c])
     return Wb, iters
