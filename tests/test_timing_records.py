@@ -294,3 +294,31 @@ def test_a_cell_timed_on_two_hosts_is_not_clean():
     assert here["host"]["cpu"] is None or isinstance(here["host"]["cpu"], str)
     assert unclean_timings([here, dict(here, config_hash="c")], []) == {}
     assert unclean_timings([here, there], []) == {"timed on different hosts": 2}
+
+
+def test_timing_only_retimes_the_runs_of_a_dataset_timed_on_another_host(tmp_path):
+    """A dataset whose runs (the ratio's reference included) were timed on two hosts: the
+    cell says "timed on different hosts", and --timing-only reruns the runs not timed on
+    this host; a dataset timed on one host, even another one, is left alone."""
+    log = tmp_path / LOG_NAME
+    for run_id, start in (("l0", 0), ("l1", 2), ("s0", 4), ("s1", 6)):
+        _line(log, id=run_id, hash="h", host=HOST, pid=1, event="end", start=start,
+              end=start + 1)
+
+    def on(record, machine):
+        return {**record, "host": {"platform": machine}}
+
+    records = {"linear_svm": [on(_record("linear", 0, 0.004, _window("l0", 0, 1)), "old"),
+                              on(_record("linear", 1, 0.006, _window("l1", 2, 3)), "old")],
+               "llsvm": [on(_record("llsvm", 0, 0.08, _window("s0", 4, 5)), "new"),
+                         on(_record("llsvm", 1, 0.10, _window("s1", 6, 7)), "old")]}
+    plan = _plan(tmp_path, records)
+    ratio = aggregate(plan).cells[("magic04", "llsvm", "test_time_ratio")]
+    assert ratio.unclean == {"timed on different hosts": 4}
+    rerun = timing_reruns(plan, this_host="new")
+    assert sorted((r.overrides["model"], r.seed) for r in rerun) == [
+        ("linear", 0), ("linear", 1), ("llsvm", 1)]
+    assert len(timing_reruns(plan, this_host="other")) == 4
+    one_host = _plan(tmp_path / "one", {m: [on(r, "old") for r in rs]
+                                        for m, rs in records.items()})
+    assert timing_reruns(one_host, this_host="new") == []

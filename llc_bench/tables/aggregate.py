@@ -283,15 +283,23 @@ def unclean_timings(records: list[dict], log: list[dict]) -> dict:
     return out
 
 
-def timing_reruns(plan: TablePlan, allow_offline: bool = False) -> list:
+def timing_reruns(plan: TablePlan, allow_offline: bool = False,
+                  this_host: str | None = None) -> list:
     """The runs of the table's timing cells (every cell, if it has a timing metric) that
-    are not stored or whose record is not timed cleanly (``timing_problem``), unique by
-    hash; the selected, runnable cells only, as ``TablePlan.to_execute``."""
+    are not stored or whose record is not timed cleanly (``timing_problem``), and, on a
+    dataset whose runs were timed on more than one host (a ratio then compares two
+    machines), those not timed on ``this_host`` (a ``platform.platform()`` string; None:
+    this machine's), unique by hash; the selected, runnable cells only, as
+    ``TablePlan.to_execute``."""
+    from llc_bench.experiment.environment import host_info
+
     if not any(METRICS[m].factor is not None for m in plan.spec.metrics):
         return []
+    this_host = this_host or host_info()["platform"]
     store = ResultsStore(plan.results_dir)
     log = read_log(plan.results_dir)
     out: dict = {}
+    timed: dict = {}  # dataset -> [(run, host)] of the stored, cleanly timed runs
     for cell in plan.cells.values():
         if not (cell.selected and cell.runnable) or (cell.offline and not allow_offline):
             continue
@@ -301,6 +309,11 @@ def timing_reruns(plan: TablePlan, allow_offline: bool = False) -> list:
             record, _ = _load(store, run.hash)
             if record is None or timing_problem(record, log):
                 out[run.hash] = run
+            else:
+                timed.setdefault(cell.dataset, []).append((run, host_of(record)))
+    for runs in timed.values():
+        if len({host for _, host in runs}) > 1:
+            out.update((run.hash, run) for run, host in runs if host != this_host)
     return list(out.values())
 
 

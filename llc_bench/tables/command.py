@@ -156,7 +156,8 @@ def tables_command(argv: list[str], echo=print) -> dict:
                         help="rerun only the runs of the timing tables whose records are not "
                         "timed cleanly (overlapped by another run, more than one thread, numba "
                         "JIT compilation inside the timed fit, or made before the start/stop "
-                        "log), replacing their records; use with "
+                        "log) and, on a dataset timed on more than one host, those not timed "
+                        "on this one, replacing their records; use with "
                         "--jobs 1 (the other tables are left as they are)")
     _common(parser)
     args = parser.parse_args(argv)
