@@ -322,3 +322,8 @@ def test_timing_only_retimes_the_runs_of_a_dataset_timed_on_another_host(tmp_pat
     one_host = _plan(tmp_path / "one", {m: [on(r, "old") for r in rs]
                                         for m, rs in records.items()})
     assert timing_reruns(one_host, this_host="new") == []
+    # absolute times (no ratio reference): a cell counts alone, the linear runs stay
+    absolute = TablePlan(table_from_dict({**_raw(), "metrics": ["accuracy", "test_time"]}),
+                         Profile("full"), tmp_path, plan.cells)
+    assert [(r.overrides["model"], r.seed) for r in timing_reruns(absolute, this_host="new")] == [
+        ("llsvm", 1)]

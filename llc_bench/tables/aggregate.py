@@ -286,11 +286,11 @@ def unclean_timings(records: list[dict], log: list[dict]) -> dict:
 def timing_reruns(plan: TablePlan, allow_offline: bool = False,
                   this_host: str | None = None) -> list:
     """The runs of the table's timing cells (every cell, if it has a timing metric) that
-    are not stored or whose record is not timed cleanly (``timing_problem``), and, on a
-    dataset whose runs were timed on more than one host (a ratio then compares two
-    machines), those not timed on ``this_host`` (a ``platform.platform()`` string; None:
-    this machine's), unique by hash; the selected, runnable cells only, as
-    ``TablePlan.to_execute``."""
+    are not stored or whose record is not timed cleanly (``timing_problem``), and, in a
+    cell whose runs were timed on more than one host, those not timed on ``this_host`` (a
+    ``platform.platform()`` string; None: this machine's), unique by hash; with a ratio
+    reference, a dataset's cells count as one (each ratio divides by the reference's
+    times); the selected, runnable cells only, as ``TablePlan.to_execute``."""
     from llc_bench.experiment.environment import host_info
 
     if not any(METRICS[m].factor is not None for m in plan.spec.metrics):
@@ -299,7 +299,8 @@ def timing_reruns(plan: TablePlan, allow_offline: bool = False,
     store = ResultsStore(plan.results_dir)
     log = read_log(plan.results_dir)
     out: dict = {}
-    timed: dict = {}  # dataset -> [(run, host)] of the stored, cleanly timed runs
+    timed: dict = {}  # cell (dataset, with a ratio) -> [(run, host)] of the clean records
+    ratio = plan.spec.ratio_reference is not None
     for cell in plan.cells.values():
         if not (cell.selected and cell.runnable) or (cell.offline and not allow_offline):
             continue
@@ -310,7 +311,8 @@ def timing_reruns(plan: TablePlan, allow_offline: bool = False,
             if record is None or timing_problem(record, log):
                 out[run.hash] = run
             else:
-                timed.setdefault(cell.dataset, []).append((run, host_of(record)))
+                group = cell.dataset if ratio else (cell.dataset, cell.method)
+                timed.setdefault(group, []).append((run, host_of(record)))
     for runs in timed.values():
         if len({host for _, host in runs}) > 1:
             out.update((run.hash, run) for run, host in runs if host != this_host)
