@@ -241,7 +241,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.patience=0", "tune.patience=0"),
                             ("tune.rungs=0", "tune.rungs=0"),
                             ("tune.rungs=true", "tune.rungs=True"),
-                            ("tune.warm_start=maybe", "tune.warm_start='maybe'")):
+                            ("tune.warm_start=maybe", "tune.warm_start='maybe'"),
+                            ("tune.warm_start=0", "tune.warm_start=0")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):

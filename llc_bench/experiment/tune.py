@@ -174,8 +174,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     rungs = tune.get("rungs")  # one rung is the procedure from before rungs existed:
     if rungs is not None and not (type(rungs) is int and rungs == 1):  # its keys stay
         settings["rungs"] = rungs
-    if tune.get("warm_start") not in (None, False):  # so is a cold init (the keys from before)
-        settings["warm_start"] = tune.get("warm_start")
+    if tune.get("warm_start") is not None and tune.get("warm_start") is not False:
+        settings["warm_start"] = tune.get("warm_start")  # a cold init keeps the keys of before
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -238,7 +238,7 @@ def _check_settings(s: dict) -> None:
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):
         bad("patience", "an integer >= 1 or null (no early stop)")
-    if s.get("warm_start", False) is not True and "warm_start" in s:
+    if "warm_start" in s and s["warm_start"] is not True:
         bad("warm_start", "true or false")
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
