@@ -156,6 +156,46 @@ def test_coarse_to_fine_grid_runs_a_subset_of_the_same_costs(learned):
         assert t_fine == t_full
 
 
+@pytest.mark.parametrize("start", [0, 5, 13, 26])
+def test_walk_finds_the_minimum_of_a_unimodal_grid_from_anywhere(start):
+    """The walk evaluates the start, its neighbours and one point per step toward the
+    lowest cost, and stops at the grid's minimum (ties: the largest η0, the first point)."""
+    cost = np.array([abs(i - 9) for i in range(27)], dtype=float)
+    cost[9:12] = 0.0  # three tied minima: the first (the largest η0) is chosen
+    asked = []
+
+    def costs_at(points):
+        asked.append(list(points))
+        return np.vstack([cost[points], cost[points]])
+
+    points = llc_sgd.walk_to_minimum(27, start, costs_at)
+    assert sorted(sum(asked, [])) == points  # no point run twice
+    assert points[llc_sgd._best_eta0(np.vstack([cost[points]] * 2))] == 9
+    assert len(points) == len(range(max(0, min(start, 9) - 1), min(27, max(start, 9) + 2)))
+
+
+def test_a_walk_after_the_first_calibration_in_an_eta0_walk_block(monkeypatch):
+    """Inside ``eta0_walk`` the first calibration runs coarse-to-fine, the next ones walk
+    from the η0 chosen last on a few points of the same costs and (on this unimodal grid)
+    choose the same η0; outside the block nothing is remembered."""
+    X, clf, code, Y = _xor_warm_start(seed=5, n=300, d=4, m=6)
+    kw = dict(skip=16, bias_scale=0.5, n_sub=200, random_state=3, coarse_step=4)
+    alone = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
+             for lam in (1e-3, 3e-3)]
+    assert all(info["method"] == "warm-start grid" for _, info in alone)
+    with llc_sgd.eta0_walk():
+        walked = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
+                  for lam in (1e-3, 3e-3)]
+    assert walked[0] == alone[0]
+    t0, info = walked[1]
+    assert info["method"].startswith("warm-start grid, walked from ")
+    assert 3 <= len(info["grid"]) < len(alone[1][1]["grid"])
+    assert all(info["grid"][g] == alone[1][1]["grid"][g]
+               for g in set(info["grid"]) & set(alone[1][1]["grid"]))
+    assert t0 == alone[1][0]
+    assert calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=3e-3, **kw) == alone[1]
+
+
 @pytest.mark.parametrize("learned", [False, True])
 def test_calibration_same_on_one_and_two_threads(learned):
     """The grid's passes run one per numba thread; the costs do not depend on how many."""

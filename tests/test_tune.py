@@ -242,7 +242,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.rungs=0", "tune.rungs=0"),
                             ("tune.rungs=true", "tune.rungs=True"),
                             ("tune.warm_start=maybe", "tune.warm_start='maybe'"),
-                            ("tune.warm_start=0", "tune.warm_start=0")):
+                            ("tune.warm_start=0", "tune.warm_start=0"),
+                            ("tune.eta0_walk=1", "tune.eta0_walk=1")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -465,3 +466,35 @@ def test_trials_that_differ_in_lambda_share_the_neighbours_and_warm_start_the_in
         assert report["n_complete"] >= 2 and report["n_trials"] == 4
         assert len(searches) == 2 * 5  # 5 folds' training and validation rows, once each
         assert any(warm) is expect_warm and warm[0] is False
+
+
+def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
+    """tune.eta0_walk (the default): the first trial's η0 calibration runs coarse-to-fine,
+    later trials walk from the η0 chosen last; the fit of the choice on all rows runs
+    outside the walk.  false: every calibration on the whole coarse-to-fine grid, and the
+    cache key of the twelfth session's selection."""
+    from llc_bench.models import llc_sgd
+
+    methods = []
+    real = llc_sgd.calibrate_eta0
+
+    def calibrate(*args, **kwargs):
+        out = real(*args, **kwargs)
+        methods.append(out[1]["method"])
+        return out
+
+    monkeypatch.setattr(llc_sgd, "calibrate_eta0", calibrate)
+    X, y = _xor(300, 0)
+    for flag, expect in (("true", True), ("false", False)):
+        methods.clear()
+        config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=3",
+                             "tune.budget_s=null", f"tune.eta0_walk={flag}",
+                             tmp_path=tmp_path)
+        config = prepare_config(config)
+        assert ("eta0_walk" in config["tune"]) is expect
+        select(config, X, y, build_estimator)
+        walked = ["walked" in method for method in methods]
+        assert len(walked) >= 3 * 5 - 4 and walked[0] is False  # pruned folds aside
+        assert all(walked[1:]) is expect and any(walked) is expect
+        build_estimator(config).fit(X, y)
+        assert "walked" not in methods[-1]

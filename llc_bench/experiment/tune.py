@@ -20,7 +20,8 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
 * shares the k-means anchors of trials with the same m and rule (``anchor_memo``) and the
   neighbour search of trials with the same anchors and k (``distance_memo``), and
   (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
-  λ only from that trial's duals (``kronecker.dual_cd_warm_start``);
+  λ only from that trial's duals (``kronecker.dual_cd_warm_start``), and (``eta0_walk``)
+  calibrates a trial's η0 by a walk from the previous trial's (``llc_sgd.eta0_walk``);
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
   (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
@@ -52,6 +53,9 @@ MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
 RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se",
                "workers", "patience")
+# Switches that make trials cheaper (their numbers, so the choice, may move): each enters
+# the cache key only when true, so a selection with all of them off keeps its key of before.
+CHEAPER_TRIALS = ("warm_start", "eta0_walk")
 
 
 def _conf_dir() -> Path:
@@ -174,8 +178,9 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     rungs = tune.get("rungs")  # one rung is the procedure from before rungs existed:
     if rungs is not None and not (type(rungs) is int and rungs == 1):  # its keys stay
         settings["rungs"] = rungs
-    if tune.get("warm_start") is not None and tune.get("warm_start") is not False:
-        settings["warm_start"] = tune.get("warm_start")  # a cold init keeps the keys of before
+    for key in CHEAPER_TRIALS:
+        if tune.get(key) is not None and tune.get(key) is not False:
+            settings[key] = tune.get(key)
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -238,8 +243,9 @@ def _check_settings(s: dict) -> None:
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):
         bad("patience", "an integer >= 1 or null (no early stop)")
-    if "warm_start" in s and s["warm_start"] is not True:
-        bad("warm_start", "true or false")
+    for key in CHEAPER_TRIALS:
+        if key in s and s[key] is not True:
+            bad(key, "true or false")
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
         bad("rungs", "an integer >= 1")
@@ -476,6 +482,7 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
     from llc_bench.coding.anchors import anchor_memo
     from llc_bench.coding.local import distance_memo
     from llc_bench.models.kronecker import dual_cd_warm_start
+    from llc_bench.models.llc_sgd import eta0_walk
 
     optuna = _optuna()
     objective = _Objective(config, build, parts, deadline)
@@ -489,7 +496,8 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
             warnings.simplefilter("ignore")
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
     warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
-    with anchor_memo(), distance_memo(), warm:
+    walk = eta0_walk() if tune.get("eta0_walk") else contextlib.nullcontext()
+    with anchor_memo(), distance_memo(), warm, walk:
         study.optimize(objective, n_trials=None if limit is None else limit,
                        callbacks=callbacks, catch=CATCH)
     if patience.stopped:

