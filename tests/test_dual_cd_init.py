@@ -257,3 +257,23 @@ def test_dual_cd_warm_start_along_the_c_path(n_classes):
     assert 2 * sum(warm[2]["iterations"]) < sum(cold[1][2]["iterations"])
     f_cold, f_warm = (_primal(X, y, code, m, 1.2e-3, *r[:2]) for r in (cold[1], warm))
     assert abs(f_warm - f_cold) <= 2e-3 * f_cold
+
+
+def test_dual_cd_pass_cap_stops_the_init_early_inside_its_block_only():
+    """Inside ``dual_cd_pass_cap(n)`` (a search's trials) the init stops after at most n
+    passes, says so, and reaches a primal objective no lower than the uncapped one's;
+    outside the block the same problem runs to its tolerance as before."""
+    from llc_bench.models.kronecker import dual_cd_pass_cap
+
+    X, y, code, m = _data(n_classes=2)
+    kw = dict(random_state=0, solver="dual_cd")
+    full = liblinear_init(X, code, y, 2, m, 1e-5, **kw)  # a large C: many passes
+    assert sum(full[2]["iterations"]) > 5 and "max_iter" not in full[2]
+    with dual_cd_pass_cap(5):
+        capped = liblinear_init(X, code, y, 2, m, 1e-5, **kw)
+    assert capped[2]["iterations"] == [5] and capped[2]["max_iter"] == 5
+    assert capped[2]["max_iter_reached"] == 1
+    f_full, f_capped = (_primal(X, y, code, m, 1e-5, *r[:2]) for r in (full, capped))
+    assert f_capped >= f_full
+    after = liblinear_init(X, code, y, 2, m, 1e-5, **kw)
+    np.testing.assert_array_equal(after[0], full[0])

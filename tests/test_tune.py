@@ -243,7 +243,9 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.rungs=true", "tune.rungs=True"),
                             ("tune.warm_start=maybe", "tune.warm_start='maybe'"),
                             ("tune.warm_start=0", "tune.warm_start=0"),
-                            ("tune.eta0_walk=1", "tune.eta0_walk=1")):
+                            ("tune.eta0_walk=1", "tune.eta0_walk=1"),
+                            ("tune.init_max_iter=0", "tune.init_max_iter=0"),
+                            ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -498,3 +500,33 @@ def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
         assert all(walked[1:]) is expect and any(walked) is expect
         build_estimator(config).fit(X, y)
         assert "walked" not in methods[-1]
+
+
+def test_the_trials_init_pass_cap_leaves_the_fit_of_the_choice_alone(tmp_path, monkeypatch):
+    """tune.init_max_iter=N: every trial's dual CD init stops after at most N passes; the
+    fit of the chosen setting on all rows runs to its tolerance.  null: no cap in the
+    trials either, and no key in the selection's cache key."""
+    from llc_bench.models import kronecker
+
+    caps = []
+    real = kronecker._dual_cd_init
+
+    def init(*args):
+        out = real(*args)
+        caps.append(out[2].get("max_iter"))
+        return out
+
+    monkeypatch.setattr(kronecker, "_dual_cd_init", init)
+    X, y = _xor(300, 0)
+    for cap in (3, None):
+        caps.clear()
+        config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=3",
+                             "tune.budget_s=null", f"tune.init_max_iter={cap or 'null'}",
+                             "trainer.lambda_=1e-6", tmp_path=tmp_path)
+        config = prepare_config(config, fixed=("trainer.lambda_",))
+        assert config["tune"].get("init_max_iter") == cap
+        assert ("init_max_iter" in config["tune"]) is (cap is not None)
+        select(config, X, y, build_estimator)
+        assert len(caps) >= 3 and set(caps) == {cap}
+        build_estimator(config).fit(X, y)
+        assert caps[-1] is None

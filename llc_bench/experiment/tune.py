@@ -21,7 +21,9 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   neighbour search of trials with the same anchors and k (``distance_memo``), and
   (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
   λ only from that trial's duals (``kronecker.dual_cd_warm_start``), and (``eta0_walk``)
-  calibrates a trial's η0 by a walk from the previous trial's (``llc_sgd.eta0_walk``);
+  calibrates a trial's η0 by a walk from the previous trial's (``llc_sgd.eta0_walk``), and
+  (``init_max_iter``) stops a trial's dual CD init after that many passes
+  (``kronecker.dual_cd_pass_cap``): the SGD epochs continue from it;
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
   (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
@@ -56,6 +58,8 @@ RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "ke
 # Switches that make trials cheaper (their numbers, so the choice, may move): each enters
 # the cache key only when true, so a selection with all of them off keeps its key of before.
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
+# ... and the trials' cap on the dual CD init's passes (null: none, and the key of before)
+PASS_CAP = "init_max_iter"
 
 
 def _conf_dir() -> Path:
@@ -181,6 +185,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in CHEAPER_TRIALS:
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
+    if tune.get(PASS_CAP) is not None:
+        settings[PASS_CAP] = tune.get(PASS_CAP)
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -246,6 +252,9 @@ def _check_settings(s: dict) -> None:
     for key in CHEAPER_TRIALS:
         if key in s and s[key] is not True:
             bad(key, "true or false")
+    cap = s.get(PASS_CAP)
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        bad(PASS_CAP, "an integer >= 1 or null (the init's own cap)")
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
         bad("rungs", "an integer >= 1")
@@ -481,7 +490,7 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
     "patience" or None)."""
     from llc_bench.coding.anchors import anchor_memo
     from llc_bench.coding.local import distance_memo
-    from llc_bench.models.kronecker import dual_cd_warm_start
+    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
     from llc_bench.models.llc_sgd import eta0_walk
 
     optuna = _optuna()
@@ -497,7 +506,9 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
     warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
     walk = eta0_walk() if tune.get("eta0_walk") else contextlib.nullcontext()
-    with anchor_memo(), distance_memo(), warm, walk:
+    cap = (dual_cd_pass_cap(tune[PASS_CAP]) if tune.get(PASS_CAP) is not None
+           else contextlib.nullcontext())
+    with anchor_memo(), distance_memo(), warm, walk, cap:
         study.optimize(objective, n_trials=None if limit is None else limit,
                        callbacks=callbacks, catch=CATCH)
     if patience.stopped:

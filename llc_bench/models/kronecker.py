@@ -87,6 +87,23 @@ def dual_cd_warm_start():
         _WARM.reset(token)
 
 
+_PASS_CAP: contextvars.ContextVar[int | None] = contextvars.ContextVar("dual_cd_pass_cap",
+                                                                      default=None)
+
+
+@contextlib.contextmanager
+def dual_cd_pass_cap(passes: int):
+    """Inside the block, the ``dual_cd`` init stops after at most ``passes`` passes instead
+    of :data:`DUAL_CD_MAX_ITER`: the trials of a search, whose init the SGD epochs then
+    continue (a loose init, as a fast setting may use).  A problem that meets the tolerance
+    sooner is solved as outside the block; the record lists the cap (``max_iter``)."""
+    token = _PASS_CAP.set(int(passes))
+    try:
+        yield
+    finally:
+        _PASS_CAP.reset(token)
+
+
 def _problem_key(x_arrays, code: LocalCode, y_idx, *settings) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for a in (*x_arrays, code.indices, code.weights, y_idx):
@@ -382,13 +399,16 @@ def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_stat
     key = None if memo is None else _problem_key(x_arrays, code, y_idx, n_out, m, use_W, eps,
                                                  seed)
     alpha = _warm_duals(memo, key, C, (n_out, n))
+    max_iter = min(DUAL_CD_MAX_ITER, _PASS_CAP.get() or DUAL_CD_MAX_ITER)
+    if max_iter < DUAL_CD_MAX_ITER:
+        info["max_iter"] = max_iter
     if memo is not None and key in memo:
         info["warm_start_from_C"] = memo[key][0]
     with progress.stage(f"dual CD init ({n} rows)"):
         Wb, iters = dual_cd_one_vs_rest(
             *x_arrays, X.shape[1], np.ascontiguousarray(code.indices),
             np.ascontiguousarray(code.weights, dtype=np.float64),
-            np.asarray(y_idx, dtype=np.int64), n_out, m, C, eps, DUAL_CD_MAX_ITER, seed, use_W,
+            np.asarray(y_idx, dtype=np.int64), n_out, m, C, eps, max_iter, seed, use_W,
             alpha)
     if memo is not None:
         memo.pop(key, None)
@@ -397,7 +417,7 @@ def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_stat
             memo.pop(next(iter(memo)))
     info["train_seconds"] = time.perf_counter() - t
     info["iterations"] = [int(i) for i in iters]
-    info["max_iter_reached"] = int(np.sum(iters >= DUAL_CD_MAX_ITER))
+    info["max_iter_reached"] = int(np.sum(iters >= max_iter))
     if use_W:
         return np.ascontiguousarray(Wb[:, :, :-1]), np.ascontiguousarray(Wb[:, :, -1]), info
     return np.zeros((n_out, m, X.shape[1])), np.ascontiguousarray(Wb[:, :, 0]), info
