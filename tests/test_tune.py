@@ -245,7 +245,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.warm_start=0", "tune.warm_start=0"),
                             ("tune.eta0_walk=1", "tune.eta0_walk=1"),
                             ("tune.init_max_iter=0", "tune.init_max_iter=0"),
-                            ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5")):
+                            ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5"),
+                            ("tune.init_max_iter=false", "tune.init_max_iter=False")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):

@@ -55,10 +55,10 @@ MODES = ("auto", "on", "off")
 # The keys of the ``tune`` group that change what a selection returns (so its cache key).
 RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "keep_default_se",
                "workers", "patience")
-# Switches that make trials cheaper (their numbers, so the choice, may move): each enters
-# the cache key only when true, so a selection with all of them off keeps its key of before.
+# What makes trials cheaper (their numbers, so the choice, may move): two switches and the
+# trials' cap on the dual CD init's passes.  Each enters the cache key only when set (true,
+# a number), so a selection with them off (false; null) keeps its key of before.
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
-# ... and the trials' cap on the dual CD init's passes (null: none, and the key of before)
 PASS_CAP = "init_max_iter"
 
 
@@ -185,7 +185,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in CHEAPER_TRIALS:
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    if tune.get(PASS_CAP) is not None:
+    if tune.get(PASS_CAP) is not None:  # false is not a number of passes: an error below
         settings[PASS_CAP] = tune.get(PASS_CAP)
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
