@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.results import config_hash
 from llc_bench.experiment.runner import build_estimator, prepare_config, run_experiment
-from llc_bench.experiment.tune import resolve, search_space, select, with_params
+from llc_bench.experiment.tune import noise_margin, resolve, search_space, select, with_params
 
 
 def _csv(path: Path, X, y) -> Path:
@@ -246,7 +246,10 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
                             ("tune.eta0_walk=1", "tune.eta0_walk=1"),
                             ("tune.init_max_iter=0", "tune.init_max_iter=0"),
                             ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5"),
-                            ("tune.init_max_iter=false", "tune.init_max_iter=False")):
+                            ("tune.init_max_iter=false", "tune.init_max_iter=False"),
+                            ("tune.simpler_se=-1", "tune.simpler_se=-1"),
+                            ("tune.simpler_se=true", "tune.simpler_se=True"),
+                            ("tune.simpler_se=abc", "tune.simpler_se='abc'")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -531,3 +534,100 @@ def test_the_trials_init_pass_cap_leaves_the_fit_of_the_choice_alone(tmp_path, m
         assert len(caps) >= 3 and set(caps) == {cap}
         build_estimator(config).fit(X, y)
         assert caps[-1] is None
+
+
+def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
+    """tune.simpler_se=1: among the complete trials within one standard error of the best,
+    the one of fewest anchors (the space's capacity), the higher score breaking ties; the
+    record names the best it stepped back from.  null: the best trial, and no key.  On a
+    linear problem one anchor (the linear SVM) is as good as the best, four anchors."""
+    assert search_space("llsvm")["coding.n_anchors"]["capacity"] == 0
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 2))
+    y = (X[:, 0] + X[:, 1] + 0.3 * rng.standard_normal(300)) > 0
+    reports = {}
+    for se in (None, 1):
+        config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
+                             "tune.budget_s=null", "tune.keep_default_se=0",
+                             f"tune.simpler_se={se or 'null'}", tmp_path=tmp_path)
+        config = prepare_config(config)
+        assert ("simpler_se" in config["tune"]) is (se is not None)
+        reports[se] = select(config, X, y, build_estimator)[1]
+    assert ([t["params"] for t in reports[1]["trials"]]  # the same seeded trials
+            == [t["params"] for t in reports[None]["trials"]])
+    complete = [t for t in reports[None]["trials"] if t["folds_scored"] == 5]
+    best = max(complete, key=lambda t: (t["score"], -t["number"]))
+    assert reports[None]["chosen"] == best["params"] and reports[None]["simpler_than"] is None
+    margin = noise_margin(best["score"], 300, 1.0)
+    near = [t for t in complete if best["score"] - t["score"] <= margin]
+    simplest = min(near, key=lambda t: (t["params"]["coding.n_anchors"], -t["score"]))
+    assert simplest["params"]["coding.n_anchors"] < best["params"]["coding.n_anchors"]
+    assert reports[1]["chosen"] == simplest["params"]
+    assert reports[1]["simpler_than"] == {"trial": best["number"],
+                                          "validation_accuracy": best["score"]}
+
+
+def test_the_one_se_rule_needs_a_capacity_and_stays_inside_the_margin():
+    from types import SimpleNamespace as T
+
+    from llc_bench.experiment.tune import _simplest_near
+
+    def trial(number, value, m, state="COMPLETE"):
+        return T(number=number, value=value, params={"coding.n_anchors": m, "x": number},
+                 state=T(name=state))
+
+    space = {"coding.n_anchors": {"kind": "choice", "values": [1, 8, 64], "capacity": 0},
+             "x": {"kind": "float"}}
+    margin = noise_margin(0.90, 1000, 1.0)  # 0.0095
+    trials = [trial(0, 0.90, 64), trial(1, 0.90 - margin / 2, 8), trial(2, 0.95, 1, "PRUNED"),
+              trial(3, 0.90 - 2 * margin, 1), trial(4, 0.90 - margin / 4, 8)]
+    assert _simplest_near(trials, trials[0], space, 1000, 1.0).number == 4  # 8, higher score
+    assert _simplest_near(trials, trials[0], space, 1000, 3.0).number == 3  # 1 anchor in reach
+    assert _simplest_near(trials, trials[0], space, 1000, 0.0).number == 0
+    no_capacity = {k: {kk: vv for kk, vv in d.items() if kk != "capacity"}
+                   for k, d in space.items()}
+    assert _simplest_near(trials, trials[0], no_capacity, 1000, 3.0).number == 0
+
+
+def test_the_fit_of_a_held_out_choice_keeps_its_trials_anchors(tmp_path):
+    """tune.trial_anchors: under the held-out protocol the chosen setting's fit takes its
+    fixed anchors from the trials' training rows (the same k-means as the trial scored),
+    and W from all rows; k-fold, or false, leaves k-means on all rows."""
+    from sklearn.base import clone
+
+    from llc_bench.coding.anchors import anchors_from_rows
+    from llc_bench.experiment.tune import trial_rows
+
+    X, y = _xor(300, 0)
+    config = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL,
+                                        "tune.holdout_min_rows=100", "coding.n_anchors=8",
+                                        tmp_path=tmp_path), fixed=("coding.n_anchors",))
+    rows = trial_rows(config, X, y)
+    assert len(rows) == 225 and len(set(rows.tolist())) == 225
+    estimator = build_estimator(config)
+    with anchors_from_rows(rows, len(y)):
+        estimator.fit(X, y)
+    trial = clone(estimator).fit(X[rows], y[rows])
+    everything = clone(estimator).fit(X, y)
+    np.testing.assert_array_equal(estimator.anchors_, trial.anchors_)
+    assert not np.allclose(estimator.anchors_, everything.anchors_)
+    assert estimator.fit_info_["anchors"]["rows"] == 225
+    assert estimator.fit_info_["init"]["n_rows"] == 300  # W: all rows
+    for off in ("tune.trial_anchors=false", "tune.holdout_min_rows=2000"):
+        config = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL,
+                                            "tune.holdout_min_rows=100", off,
+                                            tmp_path=tmp_path))
+        assert trial_rows(config, X, y) is None
+
+
+def test_a_record_says_which_anchors_its_fit_kept(files):
+    train, test, tmp = files
+    common = ("dataset=file", f"dataset.train={train}", f"dataset.test={test}", "tune=on",
+              "tune.trials=3", "tune.budget_s=null", "tune.holdout_min_rows=100")
+    fixed = _run(tmp, *common, "model=llsvm")
+    assert fixed["tune"]["anchor_rows"] == 300 == fixed["fit_info"]["anchors"]["rows"]
+    learned = _run(tmp, *common, "model=sapl", "trainer.epochs=2")  # SGD moves its anchors
+    assert "anchor_rows" not in learned["tune"] and "rows" not in learned["fit_info"]["anchors"]
+    with pytest.raises(ConfigError, match="tune.trial_anchors='yes'"):
+        resolve(compose_run(*common, "model=llsvm", "tune.trial_anchors=yes",
+                            tmp_path=tmp))

@@ -40,6 +40,20 @@ MINIBATCH_THRESHOLD = 200_000
 ANCHOR_METHODS = ("kmeans", "random_per_class", "kmeans_per_class")
 
 _MEMO: contextvars.ContextVar[list | None] = contextvars.ContextVar("anchor_memo", default=None)
+_ROWS: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("anchor_rows", default=None)
+
+
+@contextlib.contextmanager
+def anchors_from_rows(rows: np.ndarray, n_rows: int):
+    """Inside the block, ``fit_anchors`` on an array of ``n_rows`` rows runs on its rows
+    ``rows`` (in that order) only: the fit of a setting chosen on a held-out split keeps
+    the anchors its trial was scored with (the same rows, rule and seed give the same
+    k-means), so the model deployed has the anchors that were validated."""
+    token = _ROWS.set((np.asarray(rows), int(n_rows)))
+    try:
+        yield
+    finally:
+        _ROWS.reset(token)
 
 
 @contextlib.contextmanager
@@ -83,6 +97,18 @@ def fit_anchors(
     n = X.shape[0]
     if n_anchors < 1:
         raise ConfigError(f"n_anchors must be >= 1, got {n_anchors}")
+    held = _ROWS.get()
+    if held is not None and n == held[1]:
+        rows = held[0]
+        token = _ROWS.set(None)  # a class's rows (kmeans_per_class) are not the whole set
+        try:
+            anchors, info = fit_anchors(
+                X[rows], n_anchors, method=method, y=None if y is None else np.asarray(y)[rows],
+                random_state=random_state, minibatch_threshold=minibatch_threshold,
+                max_iter=max_iter, sample_rows=sample_rows, tol=tol, _memo=_memo)
+        finally:
+            _ROWS.reset(token)
+        return anchors, {**info, "rows": int(len(rows))}
     memo = _MEMO.get() if _memo else None
     if memo is not None and isinstance(random_state, int | np.integer | None):
         key = _memo_key(y, (n_anchors, method, random_state, minibatch_threshold, max_iter,

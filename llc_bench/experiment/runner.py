@@ -381,6 +381,22 @@ def _cached(store, key, output_dir, config, echo) -> dict:
     return record
 
 
+def _keeping_trial_anchors(config, estimator, ds, tuned: dict):
+    """The block the fit of a selection's choice runs in: fixed anchors (not learned ones,
+    which SGD moves from where k-means put them) from the chosen trial's training rows when
+    it was scored on held-out rows (``tune.trial_anchors``); the report says so."""
+    from llc_bench.coding.anchors import anchors_from_rows
+    from llc_bench.experiment.tune import trial_rows
+
+    if getattr(estimator, "learn_anchors", False) or "n_anchors" not in estimator.get_params():
+        return contextlib.nullcontext()
+    rows = trial_rows(config, ds.X_train, ds.y_train)
+    if rows is None:
+        return contextlib.nullcontext()
+    tuned["anchor_rows"] = int(len(rows))
+    return anchors_from_rows(rows, len(ds.y_train))
+
+
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
     from llc_bench.data import load_dataset
@@ -401,7 +417,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     progress.phase("compile", "numba kernels (cached after the first run)")
     with jit_compile_timer(jit, "jit_compile_warmup"):  # compilation outside the timed fit
         warm_up(estimator, ds.X_train, ds.y_train)
-    tuned = None
+    tuned, refit = None, contextlib.nullcontext()
     if config.get("tune"):  # on training rows only: the test split is not passed in
         from llc_bench.experiment.tune import select, with_params
 
@@ -409,8 +425,9 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         with jit_compile_timer(jit, "jit_compile_tune"):
             chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
         estimator = build_estimator(with_params(config, chosen))
+        refit = _keeping_trial_anchors(config, estimator, ds, tuned)
     progress.phase("fit", (config.get("model") or {}).get("name"))
-    with jit_compile_timer(jit, "jit_compile_train"):
+    with jit_compile_timer(jit, "jit_compile_train"), refit:
         t0 = time.perf_counter()
         estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
         train_seconds = time.perf_counter() - t0

@@ -60,6 +60,12 @@ RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "ke
 # a number), so a selection with them off (false; null) keeps its key of before.
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
 PASS_CAP = "init_max_iter"
+# The one-standard-error rule over the space's capacity dimensions (a number of standard
+# errors; null: the best trial, the selection of the thirteenth session and its key).
+SIMPLER = "simpler_se"
+# The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
+# training rows (true; false: k-means on all training rows, the thirteenth session's fit).
+REFIT = "trial_anchors"
 
 
 def _conf_dir() -> Path:
@@ -108,6 +114,9 @@ def search_space(model: str) -> dict[str, dict] | None:
     for key in OmegaConf.select(conf, "search.multiclass_only") or ():
         if key in space:  # searched on more than two classes only (select() drops it)
             space[key]["multiclass_only"] = True
+    for rank, key in enumerate(OmegaConf.select(conf, "search.capacity") or ()):
+        if key in space:  # a smaller value, a simpler model (simpler_se's order, by rank)
+            space[key]["capacity"] = rank
     return space
 
 
@@ -182,11 +191,12 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     rungs = tune.get("rungs")  # one rung is the procedure from before rungs existed:
     if rungs is not None and not (type(rungs) is int and rungs == 1):  # its keys stay
         settings["rungs"] = rungs
-    for key in CHEAPER_TRIALS:
+    for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    if tune.get(PASS_CAP) is not None:  # false is not a number of passes: an error below
-        settings[PASS_CAP] = tune.get(PASS_CAP)
+    for key in (PASS_CAP, SIMPLER):  # false is not a number: an error below
+        if tune.get(key) is not None:
+            settings[key] = tune.get(key)
     _check_settings(settings)
     config["tune"] = {**settings, "space": space}
     return config
@@ -249,7 +259,7 @@ def _check_settings(s: dict) -> None:
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):
         bad("patience", "an integer >= 1 or null (no early stop)")
-    for key in CHEAPER_TRIALS:
+    for key in (*CHEAPER_TRIALS, REFIT):
         if key in s and s[key] is not True:
             bad(key, "true or false")
     cap = s.get(PASS_CAP)
@@ -258,10 +268,12 @@ def _check_settings(s: dict) -> None:
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
         bad("rungs", "an integer >= 1")
-    se = s["keep_default_se"]
-    if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
-                           or not 0 <= se < math.inf):
-        bad("keep_default_se", "a number >= 0 (0: always the best trial)")
+    for key, zero in (("keep_default_se", "always the best trial"),
+                      (SIMPLER, "the best trial, as null")):
+        se = s.get(key)
+        if se is not None and (isinstance(se, bool) or not isinstance(se, int | float)
+                               or not 0 <= se < math.inf):
+            bad(key, f"a number >= 0 (0: {zero})")
 
 
 RUNG_MIN_ROWS = 500  # no rung trains on fewer rows
@@ -334,6 +346,17 @@ def _base_splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
     folds = min(int(tune["folds"]), smallest)
     split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     return f"{folds}-fold", list(split.split(np.zeros(n), y))
+
+
+def trial_rows(config: Mapping, X, y) -> np.ndarray | None:
+    """The training rows of the chosen trial when the selection held out a fraction (in the
+    order its trials saw them) and ``tune.trial_anchors`` is on, else None (k-fold: the
+    folds' anchors differ, their scores are averaged over them)."""
+    tune = config.get("tune") or {}
+    if not tune.get(REFIT):
+        return None
+    protocol, splits = _base_splits(X, np.asarray(y), tune, int(config["seed"]))
+    return splits[0][0] if protocol.startswith("holdout") else None
 
 
 def _suggest(trial, key: str, dim: Mapping):
@@ -595,13 +618,20 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     if not complete:
         raise ConfigError(f"tune: none of the {len(study.trials)} trials completed "
                           f"(first failure: {_first_failure(study)})")
-    best, kept = _keep_default(study, first, validation_rows(parts),
+    n_validation = validation_rows(parts)
+    highest = study.best_trial
+    best, kept = _keep_default(study, first, n_validation,
                                float(tune.get("keep_default_se") or 0.0))
+    if not kept and tune.get(SIMPLER):
+        best = _simplest_near(study.trials, highest, space, n_validation, float(tune[SIMPLER]))
     chosen = {key: best.params[key] for key in space}
     report = {
         "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
         "best_trial": int(best.number), "validation_accuracy": float(best.value),
         "kept_default": kept, "defaults_first": first is not None,
+        "simpler_se": tune.get(SIMPLER),
+        "simpler_than": None if kept or best.number == highest.number else {
+            "trial": int(highest.number), "validation_accuracy": float(highest.value)},
         "validation_rows": min(len(y), validation_rows(parts)),
         "n_trials": len(study.trials), "n_complete": len(complete),
         "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
@@ -626,6 +656,9 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
              + f" (val acc {100 * best.value:.2f}%"
              + (f", the defaults kept: the best was within {tune['keep_default_se']} standard "
                 "error(s)" if kept else "")
+             + (f", the simplest within {tune[SIMPLER]} standard error(s) of trial "
+                f"{highest.number}'s {100 * highest.value:.2f}%"
+                if report["simpler_than"] else "")
              + ")")
     return chosen, report
 
@@ -654,6 +687,21 @@ def _keep_default(study, first, n_validation: int, n_se: float):
     if best.value - default.value <= noise_margin(best.value, n_validation, n_se):
         return default, True
     return best, False
+
+
+def _simplest_near(trials, best, space: Mapping, n_validation: int, n_se: float):
+    """The trial of least capacity among those within ``n_se`` standard errors of the best:
+    Breiman's one-standard-error rule (Breiman et al., CART, 1984, §3.4.3; Hastie et al.,
+    ESL §7.10), capacity ordered by the space's ``capacity`` dimensions (the number of
+    anchors: m (d + 1) weights per class), then the higher score, then the earlier trial.
+    A space without such dimensions: the best."""
+    keys = sorted((k for k, d in space.items() if "capacity" in d),
+                  key=lambda k: space[k]["capacity"])
+    if not keys:
+        return best
+    margin = noise_margin(best.value, n_validation, n_se)
+    near = [t for t in trials if t.state.name == "COMPLETE" and best.value - t.value <= margin]
+    return min(near, key=lambda t: (tuple(t.params[k] for k in keys), -t.value, t.number))
 
 
 def noise_margin(accuracy: float, n_validation: int, n_se: float) -> float:

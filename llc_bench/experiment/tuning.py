@@ -195,8 +195,10 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
                         *(shlex.quote(o) for o in overrides)])
     header = [
         "# @package _global_",
-        f"# Chosen by `{command}` (llc_bench/experiment/tune.py): the best of "
-        f"{report['n_trials']} trials ({report['n_pruned']} pruned),",
+        f"# Chosen by `{command}` (llc_bench/experiment/tune.py): the "
+        + (f"fewest-capacity trial within {report['simpler_se']} standard error(s) of the best"
+           if report.get("simpler_than") else "best")
+        + f" of {report['n_trials']} trials ({report['n_pruned']} pruned),",
         f"# {report['protocol']} on the {report['rows']} training rows (split seed {seed}; "
         f"the test data never seen), budget {budget['trials']} trials / "
         f"{budget['budget_s']} s, stopped by {report['stopped_by']}, "
