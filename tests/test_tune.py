@@ -331,7 +331,8 @@ def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
     runs = {}
     for se in (0, 1000):
         config = compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL,
-                             f"tune.keep_default_se={se}", tmp_path=tmp_path)
+                             f"tune.keep_default_se={se}", "tune.simpler_se=null",
+                             tmp_path=tmp_path)
         runs[se] = select(prepare_config(config), X, y, build_estimator)[1]
     best = max((t for t in runs[0]["trials"] if t["folds_scored"] == 5),
                key=lambda t: t["score"])
@@ -349,7 +350,7 @@ def test_two_workers_share_one_study(tmp_path):
     y = np.where(y, 1, -1)
     config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
                          "tune.budget_s=null", "tune.workers=2", "tune.keep_default_se=0",
-                         tmp_path=tmp_path)
+                         "tune.simpler_se=null", tmp_path=tmp_path)
     chosen, report = select(prepare_config(config), X, y, build_estimator)
     numbers = [t["number"] for t in report["trials"]]
     assert report["workers"] == 2 and len(numbers) == len(set(numbers)) >= 8
@@ -541,7 +542,9 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
     the one of fewest anchors (the space's capacity), the higher score breaking ties; the
     record names the best it stepped back from.  null: the best trial, and no key.  On a
     linear problem one anchor (the linear SVM) is as good as the best, four anchors."""
-    assert search_space("llsvm")["coding.n_anchors"]["capacity"] == 0
+    space = search_space("llsvm")
+    assert space["coding.n_anchors"]["capacity"] == [0, 1]  # fewer anchors: simpler
+    assert space["trainer.lambda_"]["capacity"] == [1, -1]  # then a larger lambda
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(300, 2))
     y = (X[:, 0] + X[:, 1] + 0.3 * rng.standard_normal(300)) > 0
@@ -560,7 +563,8 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
     assert reports[None]["chosen"] == best["params"] and reports[None]["simpler_than"] is None
     margin = noise_margin(best["score"], 300, 1.0)
     near = [t for t in complete if best["score"] - t["score"] <= margin]
-    simplest = min(near, key=lambda t: (t["params"]["coding.n_anchors"], -t["score"]))
+    simplest = min(near, key=lambda t: (t["params"]["coding.n_anchors"],
+                                        -t["params"]["trainer.lambda_"]))
     assert simplest["params"]["coding.n_anchors"] < best["params"]["coding.n_anchors"]
     assert reports[1]["chosen"] == simplest["params"]
     assert reports[1]["simpler_than"] == {"trial": best["number"],
@@ -572,16 +576,18 @@ def test_the_one_se_rule_needs_a_capacity_and_stays_inside_the_margin():
 
     from llc_bench.experiment.tune import _simplest_near
 
-    def trial(number, value, m, state="COMPLETE"):
-        return T(number=number, value=value, params={"coding.n_anchors": m, "x": number},
+    def trial(number, value, m, state="COMPLETE", lam=1e-4):
+        return T(number=number, value=value, params={"coding.n_anchors": m, "lambda_": lam},
                  state=T(name=state))
 
-    space = {"coding.n_anchors": {"kind": "choice", "values": [1, 8, 64], "capacity": 0},
-             "x": {"kind": "float"}}
+    space = {"coding.n_anchors": {"kind": "choice", "values": [1, 8, 64], "capacity": [0, 1]},
+             "lambda_": {"kind": "float", "capacity": [1, -1]}}
     margin = noise_margin(0.90, 1000, 1.0)  # 0.0095
     trials = [trial(0, 0.90, 64), trial(1, 0.90 - margin / 2, 8), trial(2, 0.95, 1, "PRUNED"),
               trial(3, 0.90 - 2 * margin, 1), trial(4, 0.90 - margin / 4, 8)]
     assert _simplest_near(trials, trials[0], space, 1000, 1.0).number == 4  # 8, higher score
+    trials.append(trial(5, 0.90 - margin, 8, lam=1e-2))
+    assert _simplest_near(trials, trials[0], space, 1000, 1.0).number == 5  # 8, larger lambda
     assert _simplest_near(trials, trials[0], space, 1000, 3.0).number == 3  # 1 anchor in reach
     assert _simplest_near(trials, trials[0], space, 1000, 0.0).number == 0
     no_capacity = {k: {kk: vv for kk, vv in d.items() if kk != "capacity"}

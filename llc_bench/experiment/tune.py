@@ -66,6 +66,8 @@ SIMPLER = "simpler_se"
 # The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
 # training rows (true; false: k-means on all training rows, the thirteenth session's fit).
 REFIT = "trial_anchors"
+#: search.capacity's orders: the sign that makes a simpler setting's key smaller.
+CAPACITY_ORDERS = {"ascending": 1, "descending": -1}
 
 
 def _conf_dir() -> Path:
@@ -114,9 +116,13 @@ def search_space(model: str) -> dict[str, dict] | None:
     for key in OmegaConf.select(conf, "search.multiclass_only") or ():
         if key in space:  # searched on more than two classes only (select() drops it)
             space[key]["multiclass_only"] = True
-    for rank, key in enumerate(OmegaConf.select(conf, "search.capacity") or ()):
-        if key in space:  # a smaller value, a simpler model (simpler_se's order, by rank)
-            space[key]["capacity"] = rank
+    capacity = OmegaConf.select(conf, "search.capacity") or {}
+    for rank, (key, order) in enumerate(capacity.items()):
+        if order not in CAPACITY_ORDERS:
+            raise ConfigError(f"conf/search/{model}.yaml: search.capacity.{key}={order!r}: "
+                              f"expected one of {', '.join(CAPACITY_ORDERS)}")
+        if key in space:  # simpler_se's order: this key's rank, and which way is simpler
+            space[key]["capacity"] = [rank, CAPACITY_ORDERS[order]]
     return space
 
 
@@ -692,16 +698,17 @@ def _keep_default(study, first, n_validation: int, n_se: float):
 def _simplest_near(trials, best, space: Mapping, n_validation: int, n_se: float):
     """The trial of least capacity among those within ``n_se`` standard errors of the best:
     Breiman's one-standard-error rule (Breiman et al., CART, 1984, §3.4.3; Hastie et al.,
-    ESL §7.10), capacity ordered by the space's ``capacity`` dimensions (the number of
-    anchors: m (d + 1) weights per class), then the higher score, then the earlier trial.
-    A space without such dimensions: the best."""
+    ESL §7.10), capacity ordered by the space's ``capacity`` dimensions in turn (LL-SVM:
+    the fewer anchors, m (d + 1) weights per class, then the larger λ), then the higher
+    score, then the earlier trial.  A space without such dimensions: the best."""
     keys = sorted((k for k, d in space.items() if "capacity" in d),
-                  key=lambda k: space[k]["capacity"])
+                  key=lambda k: space[k]["capacity"][0])
     if not keys:
         return best
     margin = noise_margin(best.value, n_validation, n_se)
     near = [t for t in trials if t.state.name == "COMPLETE" and best.value - t.value <= margin]
-    return min(near, key=lambda t: (tuple(t.params[k] for k in keys), -t.value, t.number))
+    return min(near, key=lambda t: (
+        tuple(space[k]["capacity"][1] * t.params[k] for k in keys), -t.value, t.number))
 
 
 def noise_margin(accuracy: float, n_validation: int, n_se: float) -> float:
