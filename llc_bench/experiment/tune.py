@@ -27,12 +27,18 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
   (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
-  dimension of the space that does not hold it (the record lists it under ``widened``).
+  dimension of the space that does not hold it (the record lists it under ``widened``);
+* chooses the model's defaults unless the best beats them by ``keep_default_se`` standard
+  errors, else (``simpler_se``) the trial of least capacity within that many standard
+  errors of the best (the space's ``search.capacity``: llsvm's fewest anchors, then the
+  largest λ; Breiman's one-SE rule).
 
-The runner then fits the chosen setting on all training rows.  ``tune=auto`` (the default)
-selects when the model declares a space, no ``conf/tuned/<model>_<dataset>.yaml`` preset
-applies and the model does not run a grid CV of its own; ``tune=on`` always, ``tune=off``
-never: a run that does not select keeps the cache key it had before selection existed.
+The runner then fits the chosen setting on all training rows; under the held-out protocol
+a fixed-anchor model keeps the chosen trial's anchors (``trial_anchors``: k-means on the
+trial's training rows, :func:`trial_rows`).  ``tune=auto`` (the default) selects when the
+model declares a space, no ``conf/tuned/<model>_<dataset>.yaml`` preset applies and the
+model does not run a grid CV of its own; ``tune=on`` always, ``tune=off`` never: a run
+that does not select keeps the cache key it had before selection existed.
 """
 
 from __future__ import annotations
