@@ -637,3 +637,15 @@ def test_a_record_says_which_anchors_its_fit_kept(files):
     with pytest.raises(ConfigError, match="tune.trial_anchors='yes'"):
         resolve(compose_run(*common, "model=llsvm", "tune.trial_anchors=yes",
                             tmp_path=tmp))
+
+
+def test_the_choice_rules_enter_a_key_only_where_they_act(tmp_path):
+    """simpler_se where the space orders capacity (llsvm, not sapl or ml3); trial_anchors
+    where k-means places anchors that SGD does not move (llsvm, not sapl, jo or ml3): the
+    other models' selections keep the thirteenth session's cache keys."""
+    acting = {"llsvm": {"simpler_se", "trial_anchors"}, "sapl": set(), "jo": set(),
+              "ml3": set()}
+    for model, keys in acting.items():
+        config = prepare_config(compose_run(f"model={model}", "dataset=ringnorm", "tune=on",
+                                            tmp_path=tmp_path))
+        assert {"simpler_se", "trial_anchors"} & set(config["tune"]) == keys, model

@@ -210,6 +210,13 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     _check_settings(settings)
+    # a key enters the cache key only where it can change the result: the rule where the
+    # space orders capacity, the kept anchors where k-means places anchors SGD does not move
+    if not any("capacity" in dim for dim in space.values()):
+        settings.pop(SIMPLER, None)
+    if get_dotted(config, "coding.n_anchors") is None or get_dotted(config,
+                                                                   "trainer.learn_anchors"):
+        settings.pop(REFIT, None)
     config["tune"] = {**settings, "space": space}
     return config
 
