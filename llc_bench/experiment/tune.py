@@ -374,8 +374,8 @@ def trial_rows(config: Mapping, X, y) -> np.ndarray | None:
     tune = config.get("tune") or {}
     if not tune.get(REFIT):
         return None
-    protocol, splits = _base_splits(X, np.asarray(y), tune, int(config["seed"]))
-    return splits[0][0] if protocol.startswith("holdout") else None
+    protocol, splits = _splits(X, np.asarray(y), tune, int(config["seed"]))
+    return splits[-1][0] if protocol.startswith("holdout") else None  # the last rung: all
 
 
 def _suggest(trial, key: str, dim: Mapping):
