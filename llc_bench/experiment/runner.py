@@ -381,15 +381,13 @@ def _cached(store, key, output_dir, config, echo) -> dict:
     return record
 
 
-def _keeping_trial_anchors(config, estimator, ds, tuned: dict):
-    """The block the fit of a selection's choice runs in: fixed anchors (not learned ones,
-    which SGD moves from where k-means put them) from the chosen trial's training rows when
-    it was scored on held-out rows (``tune.trial_anchors``); the report says so."""
+def _keeping_trial_anchors(config, ds, tuned: dict):
+    """The block the fit of a selection's choice runs in: fixed anchors from the chosen
+    trial's training rows when it was scored on held-out rows (``tune.trial_anchors``, which
+    ``tune.resolve`` keeps for fixed-anchor models only); the report says so."""
     from llc_bench.coding.anchors import anchors_from_rows
     from llc_bench.experiment.tune import trial_rows
 
-    if getattr(estimator, "learn_anchors", False) or "n_anchors" not in estimator.get_params():
-        return contextlib.nullcontext()
     rows = trial_rows(config, ds.X_train, ds.y_train)
     if rows is None:
         return contextlib.nullcontext()
@@ -425,7 +423,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         with jit_compile_timer(jit, "jit_compile_tune"):
             chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
         estimator = build_estimator(with_params(config, chosen))
-        refit = _keeping_trial_anchors(config, estimator, ds, tuned)
+        refit = _keeping_trial_anchors(config, ds, tuned)
     progress.phase("fit", (config.get("model") or {}).get("name"))
     with jit_compile_timer(jit, "jit_compile_train"), refit:
         t0 = time.perf_counter()
