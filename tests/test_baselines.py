@@ -82,6 +82,22 @@ def test_kernel_cv_grid_and_multiclass():
     assert model.score(X, y) > 0.9
 
 
+def test_fits_in_threads_are_the_serial_fits():
+    """LIBLINEAR shuffles with the process's one ``rand()``: fits in threads (a threading
+    joblib backend) keep their seeded shuffles only if the seed and the training are held
+    together (without fit_liblinear's lock this failed three runs of three)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = blobs(3, seed=1)
+    serial = [LinearSVMClassifier(C=1.0, solver="crammer_singer", random_state=s).fit(X, y)
+              for s in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(lambda s: LinearSVMClassifier(
+            C=1.0, solver="crammer_singer", random_state=s).fit(X, y), range(8)))
+    for a, b in zip(serial, threaded, strict=True):
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
 @parametrize_with_checks([
     LinearSVMClassifier(C=1.0),
     LinearSVMClassifier(C=None, C_grid=(0.1, 10.0), cv_folds=2),

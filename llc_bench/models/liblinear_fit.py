@@ -2,7 +2,9 @@
 
 LIBLINEAR (Fan et al., JMLR 2008) shuffles with the C library's ``rand()`` and
 never seeds it, so two fits in one process can differ; ``fit_liblinear`` seeds
-it with ``srand(seed)`` first, which makes a fit depend only on its inputs.
+it with ``srand(seed)`` first, which makes a fit depend only on its inputs, and holds one
+process-wide lock from the seed to the end of training: ``rand()``'s state is global, so
+two fits in threads (a threading joblib backend) would otherwise draw from each other's.
 Weights are read straight from the model's C array (``get_decfun`` makes one
 ctypes call per feature) and returned oriented as the caller's classes, which
 avoids the label-order pitfall (the sign of a binary model follows
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +35,7 @@ from llc_bench.models._validation import POSITIVE, InvalidParameter
 
 SOLVERS = {"l2_hinge": 3, "crammer_singer": 4, "l2_squared_hinge": 2, "logistic": 0}
 _libc = ctypes.CDLL(ctypes.util.find_library("c"))
+_RAND = threading.Lock()  # rand()'s state is the process's: one seeded fit at a time
 
 
 def seed_liblinear(seed: int) -> None:
@@ -121,13 +125,13 @@ def fit_liblinear(X, y, *, C: float, solver: str = "l2_hinge", bias: float = 1.0
         options += f" -B {bias:.17g}"
     if eps is not None:
         options += f" -e {eps:.17g}"
-    seed_liblinear(seed)
     # binary as -1/+1, the labels LIBLINEAR's tools use (it then orders classes the same way)
     labels_in = np.where(y == 1, 1.0, -1.0) if n_classes == 2 else y.astype(np.float64)
     param = parameter(options)
     if log is not None:  # messages go to the list (printing nothing), not to -q's sink
         param.print_func = PRINT_STRING_FUN(lambda text: log.append(text.decode().strip()))
-    with progress.stage(f"LIBLINEAR ({nodes.shape[0]} rows)"):
+    with progress.stage(f"LIBLINEAR ({nodes.shape[0]} rows)"), _RAND:
+        seed_liblinear(seed)
         model = train(make_problem(labels_in, nodes), param)
     del nodes
     labels = [max(int(label), 0) for label in model.get_labels()]  # -1 -> class 0
