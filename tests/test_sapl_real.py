@@ -45,10 +45,10 @@ def test_sapl_meets_target_and_beats_llsvm(runs, dataset, target):
     assert sapl.mean() >= target
     assert sapl.mean() > llsvm.mean()
     if dataset == "banana":
-        # our banana splits cap even the kernel SVM below the paper's 91.05 (10-seed mean
-        # 90.27): the paper's own gap, SAPL 0.23 below the kernel SVM, is the yardstick
-        kernel, _, _ = runs("kernel", dataset)
-        assert sapl.mean() >= kernel.mean() - 0.005
+        # our banana splits cap even the kernel SVM below the paper's 91.05: its 10-seed
+        # mean with its own 5-fold CV is 90.27 (seed 1: 90.32 after 29 s of CV, so it is
+        # measured once, not here); the paper's own gap, SAPL 0.23 below it, is the yardstick
+        assert sapl.mean() >= 0.9027 - 0.005
     # the anchors were learned, and the history has what SAPL Fig. 3 plots
     rec = records[0]
     assert rec["fit_info"]["sgd"]["learn_anchors"] is True
