@@ -134,6 +134,42 @@ def test_budget_is_respected(tmp_path):
     assert report["seconds"] <= 2 * 1.2
 
 
+def _costly(config):
+    """A fit as long as ML3's grows with its models per class: 0.03 s per model."""
+    return _Sleeper(0.03 * config["trainer"]["n_models"])
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_the_budget_judges_a_trial_by_its_declared_cost(tmp_path, declared):
+    """ML3 declares that a fit's seconds grow with m (search.cost): a trial of many models
+    after cheap ones is judged from the line through the fits' (m, seconds), so the study
+    ends within 20 % of its budget; judged from the longest fit so far alone, as before the
+    declaration, the same seeded study starts a 40-model fit it has no time for."""
+    X, y = _xor(600, 0)
+    config = prepare_config(compose_run(
+        "model=ml3", "dataset=xor", "tune=on", "tune.trials=null", "tune.budget_s=1.6",
+        "tune.holdout_min_rows=100", tmp_path=tmp_path))
+    assert config["tune"]["space"]["trainer.n_models"]["cost"] is True
+    if not declared:
+        del config["tune"]["space"]["trainer.n_models"]["cost"]
+    _, report = select(config, X, np.where(y, 1, -1), _costly)
+    assert report["stopped_by"] == "budget"
+    assert (report["seconds"] <= 1.6 * 1.2) is declared, report["seconds"]
+
+
+def test_the_budget_line_through_the_fits():
+    from llc_bench.experiment.tune import _seconds_at, fit_cost
+
+    assert fit_cost({"a": {"cost": True}, "b": {}, "c": {"cost": True}},
+                    {"a": 4, "b": 9, "c": 2.5}) == 10.0
+    assert fit_cost({"a": {}}, {"a": 4}) is None
+    # mnist's ML3 trials: one cost so far scales through the origin, two draw the line
+    assert _seconds_at([(5.0, 21.5)], 40.0) == pytest.approx(172.0)
+    assert _seconds_at([(2.0, 15.4), (5.0, 21.5)], 40.0) == pytest.approx(92.67, abs=0.01)
+    assert _seconds_at([(2.0, 9.0), (5.0, 3.0)], 40.0) == 9.0  # no growth: the longest
+    assert _seconds_at([(None, 3.0)], 40.0) == 0.0
+
+
 def test_a_null_option_is_tried_as_what_it_stands_for(tmp_path):
     """sapl searches the soft-assignment sharpness, a factor on beta=auto whose config
     default is null (the runs from before it keep their keys): the defaults' first trial

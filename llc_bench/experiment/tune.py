@@ -15,8 +15,9 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
 * stops after ``trials`` trials, or earlier when ``patience`` trials in a row have not
   beaten the best by more than the noise of the validation rows (``keep_default_se``
   standard errors: counted in trials, so still the same choice on any machine), or when the
-  next trial would pass ``budget_s`` seconds (judged from the trials so far; then the
-  choice may depend on the machine, and the report says ``stopped_by: budget``);
+  next trial would pass ``budget_s`` seconds (judged from the trials so far, and where the
+  space declares ``search.cost``, from the line through their fits' cost and seconds; then
+  the choice may depend on the machine, and the report says ``stopped_by: budget``);
 * shares the k-means anchors of trials with the same m and rule (``anchor_memo``) and the
   neighbour search of trials with the same anchors and k (``distance_memo``), and
   (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
@@ -119,6 +120,9 @@ def search_space(model: str) -> dict[str, dict] | None:
     for key, value in (OmegaConf.select(conf, "search.null_means") or {}).items():
         if key in space:  # the value a null in the run config stands for (its first trial)
             space[key]["null_means"] = value
+    for key in OmegaConf.select(conf, "search.cost") or ():
+        if key in space:  # a fit's seconds grow with the product of these keys' values
+            space[key]["cost"] = True
     for key in OmegaConf.select(conf, "search.multiclass_only") or ():
         if key in space:  # searched on more than two classes only (select() drops it)
             space[key]["multiclass_only"] = True
@@ -435,18 +439,24 @@ class _Objective:
     def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None):
         self.config, self.build, self.parts, self.deadline = config, build, parts, deadline
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
-        self.fold_seconds: list[float] = []
+        self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
 
-    def over_budget(self) -> bool:
-        """Whether one more fit (as long as the longest of the last ten, the first left out:
-        it may hold one-off warm-up) would end past the budget.  The first trial (the
-        defaults) always completes, so there is always something to choose."""
+    def over_budget(self, cost: float | None = None) -> bool:
+        """Whether one more fit would end past the budget: as long as the longest of the last
+        ten (the first left out: it may hold one-off warm-up), or, for a trial of ``cost``
+        (:func:`fit_cost`), as long as the line through those fits' costs and seconds
+        predicts, if longer (ML3 on mnist: 15 s at 2 models per class, 22 s at 5, 101 s at
+        40).  The first trial (the defaults) always completes, so there is always something
+        to choose."""
         if self.deadline is None or not any(r["folds_scored"] == len(self.parts)
                                             for r in self.records):
             return False
-        recent = self.fold_seconds[1:][-10:] or self.fold_seconds
-        return time.time() + max(recent) > self.deadline
+        recent = self.fits[1:][-10:] or self.fits
+        seconds = max(s for _, s in recent)
+        if cost is not None:
+            seconds = max(seconds, _seconds_at(recent, cost))
+        return time.time() + seconds > self.deadline
 
     def stop_on_budget(self, study, _trial) -> None:
         if self.over_budget():
@@ -461,18 +471,19 @@ class _Objective:
         t = time.perf_counter()
         space = self.config["tune"]["space"]
         params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
+        cost = fit_cost(space, params)
         estimator = self.build(with_params(self.config, params))
         if "history" in estimator.get_params():
             estimator.set_params(history=False)  # monitoring only: the numbers are the same
         scores: list[float] = []
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
-                if self.over_budget():
+                if self.over_budget(cost):
                     trial.study.stop()
                     raise optuna.TrialPruned()
                 t_fit = time.perf_counter()
                 scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
-                self.fold_seconds.append(time.perf_counter() - t_fit)
+                self.fits.append((cost, time.perf_counter() - t_fit))
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
                 trial.report(self.value(scores), 3 ** step if self.rungs else step)
@@ -487,6 +498,25 @@ class _Objective:
 
     def value(self, scores: list) -> float:
         return float(scores[-1] if self.rungs else np.mean(scores))
+
+
+def fit_cost(space: Mapping, params: Mapping) -> float | None:
+    """A trial's cost: the product of its values of the dimensions the space declares under
+    ``search.cost`` (a fit's seconds grow with them), or None."""
+    keys = [k for k, dim in space.items() if dim.get("cost")]
+    return float(np.prod([float(params[k]) for k in keys])) if keys else None
+
+
+def _seconds_at(fits: list, cost: float) -> float:
+    """The seconds of a fit of ``cost`` on the least-squares line through ``fits`` (cost,
+    seconds); through the origin while they hold one cost (no intercept to fit)."""
+    pairs = np.array([(c, s) for c, s in fits if c is not None], dtype=float).reshape(-1, 2)
+    if len(pairs) == 0:
+        return 0.0
+    if len(np.unique(pairs[:, 0])) < 2:
+        return float(pairs[:, 1].max() * cost / pairs[:, 0].max())
+    slope, intercept = np.polyfit(pairs[:, 0], pairs[:, 1], 1)
+    return float(intercept + slope * cost if slope > 0 else pairs[:, 1].max())
 
 
 class _Patience:
