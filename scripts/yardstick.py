@@ -189,6 +189,10 @@ def main(argv=None) -> None:
     parser.add_argument("--max-test", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None,
                         help="also write the table here (and its figures to OUT.json)")
+    parser.add_argument("--seeds", default=None, metavar="S,S,...",
+                        help="run every model once per seed (seed=S) and report the mean over "
+                        "the seeds, with each seed's mean gap: one seed moves llsvm's mean "
+                        "gap by 0.6 points (yardstick_experiments.md, 14)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="an earlier OUT.json: the models not run now are taken from it "
                         "(e.g. kernel and nystroem, which tune= does not change)")
@@ -197,8 +201,10 @@ def main(argv=None) -> None:
     sets = write_sets(args.work / "csv", args.max_train, args.max_test,
                       args.sets.split(",") if args.sets else None)
     results = args.results_dir or args.work / f"store-{args.tune}"
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [None]
     acc: dict = {m: {} for m in models}
     secs: dict = {m: {} for m in models}
+    by_seed: dict = {m: {str(s): {} for s in seeds} for m in models} if args.seeds else {}
     if args.baseline:
         old = json.loads(args.baseline.read_text())
         for model in old["acc"]:
@@ -209,21 +215,29 @@ def main(argv=None) -> None:
         for model in models:
             start = time.perf_counter()
             try:
-                record = run_one(train, test, model, results, args.tune, args.set)
+                records = [run_one(train, test, model, results, args.tune,
+                                   [*args.set, *([f"seed={s}"] if s is not None else [])])
+                           for s in seeds]
             except Exception as err:
                 print(f"{name:14s} {model:9s} FAILED {' '.join(str(err).split())[:120]}",
                       flush=True)
                 continue
-            acc[model][name] = 100 * record["metrics"]["test_accuracy"]
-            secs[model][name] = fit_seconds(record)
+            for s, record in zip(seeds, records, strict=True):
+                if args.seeds:
+                    by_seed[model][str(s)][name] = 100 * record["metrics"]["test_accuracy"]
+            acc[model][name] = statistics.mean(100 * r["metrics"]["test_accuracy"]
+                                               for r in records)
+            secs[model][name] = statistics.mean(fit_seconds(r) for r in records)
             print(f"{name:14s} n={n:5d} d={d:3d} c={c:2d} {model:9s} "
                   f"acc {acc[model][name]:6.2f}  fit {secs[model][name]:7.2f}s "
                   f"(wall {time.perf_counter() - start:6.1f}s)", flush=True)
     lines = [f"# yardstick: tune={args.tune}, {len(sets)} sets "
-             f"(max_train {args.max_train}), models {', '.join(models)}",
+             f"(max_train {args.max_train}), models {', '.join(models)}"
+             + (f", the mean of seeds {args.seeds}" if args.seeds else ""),
              "| model | sets | mean gap to kernel (points) | worst gap | >= nystroem | "
-             "median time / kernel | time / kernel on sets >= 3000 rows (max) |",
-             "|---|---|---|---|---|---|---|"]
+             "median time / kernel | time / kernel on sets >= 3000 rows (max) |"
+             + (" mean gap per seed |" if args.seeds else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if args.seeds else "")]
     for model in acc:
         common = [s for s in acc[model] if s in acc.get("kernel", {})]
         gaps = [acc[model][s] - acc["kernel"][s] for s in common]
@@ -240,13 +254,19 @@ def main(argv=None) -> None:
         lines[-1] += (f"{wins} of {len(ny)} | " if ny else "- | ")
         lines[-1] += (f"{statistics.median(ratios):.2f} | " if ratios else "- | ")
         lines[-1] += (f"{max(big):.2f} |" if big else "- |")
+        if args.seeds:
+            lines[-1] += (" " + ", ".join(
+                f"{statistics.mean(a[s] - acc['kernel'][s] for s in common):+.2f}"
+                for a in by_seed[model].values()) + " |" if model in by_seed and common
+                else " - |")
     table = "\n".join(lines)
     print(table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(table + "\n")
-        args.out.with_suffix(".json").write_text(json.dumps({"acc": acc, "secs": secs},
-                                                            indent=1))
+        args.out.with_suffix(".json").write_text(json.dumps(
+            {"acc": acc, "secs": secs, **({"by_seed": by_seed} if args.seeds else {})},
+            indent=1))
 
 
 if __name__ == "__main__":
