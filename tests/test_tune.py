@@ -163,11 +163,12 @@ def test_the_budget_line_through_the_fits():
     assert fit_cost({"a": {"cost": True}, "b": {}, "c": {"cost": True}},
                     {"a": 4, "b": 9, "c": 2.5}) == 10.0
     assert fit_cost({"a": {}}, {"a": 4}) is None
-    # mnist's ML3 trials: one cost so far scales through the origin, two draw the line
-    assert _seconds_at([(5.0, 21.5)], 40.0) == pytest.approx(172.0)
+    # mnist's ML3 trials: two costs draw the line; one cost, or none, or a line that does
+    # not rise, predicts nothing (the longest recent fit then judges alone)
     assert _seconds_at([(2.0, 15.4), (5.0, 21.5)], 40.0) == pytest.approx(92.67, abs=0.01)
-    assert _seconds_at([(2.0, 9.0), (5.0, 3.0)], 40.0) == 9.0  # no growth: the longest
-    assert _seconds_at([(None, 3.0)], 40.0) == 0.0
+    assert _seconds_at([(5.0, 21.5), (5.0, 20.0)], 40.0) == 0.0
+    assert _seconds_at([(2.0, 9.0), (5.0, 3.0)], 40.0) == 0.0
+    assert _seconds_at([(None, 3.0)], 40.0) == _seconds_at([], 40.0) == 0.0
 
 
 def test_a_null_option_is_tried_as_what_it_stands_for(tmp_path):

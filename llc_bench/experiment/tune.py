@@ -445,7 +445,7 @@ class _Objective:
     def over_budget(self, cost: float | None = None) -> bool:
         """Whether one more fit would end past the budget: as long as the longest of the last
         ten (the first left out: it may hold one-off warm-up), or, for a trial of ``cost``
-        (:func:`fit_cost`), as long as the line through those fits' costs and seconds
+        (:func:`fit_cost`), as long as the line through the last ten fits' costs and seconds
         predicts, if longer (ML3 on mnist: 15 s at 2 models per class, 22 s at 5, 101 s at
         40).  The first trial (the defaults) always completes, so there is always something
         to choose."""
@@ -455,7 +455,7 @@ class _Objective:
         recent = self.fits[1:][-10:] or self.fits
         seconds = max(s for _, s in recent)
         if cost is not None:
-            seconds = max(seconds, _seconds_at(recent, cost))
+            seconds = max(seconds, _seconds_at(self.fits[-10:], cost))
         return time.time() + seconds > self.deadline
 
     def stop_on_budget(self, study, _trial) -> None:
@@ -509,14 +509,14 @@ def fit_cost(space: Mapping, params: Mapping) -> float | None:
 
 def _seconds_at(fits: list, cost: float) -> float:
     """The seconds of a fit of ``cost`` on the least-squares line through ``fits`` (cost,
-    seconds); through the origin while they hold one cost (no intercept to fit)."""
+    seconds), or 0 while the fits do not determine a rising line (one cost so far: a line
+    through the origin would ignore a fit's fixed part, and letter's 3 s study then kept its
+    defaults, 87.7 -> 80.1 %)."""
     pairs = np.array([(c, s) for c, s in fits if c is not None], dtype=float).reshape(-1, 2)
-    if len(pairs) == 0:
-        return 0.0
     if len(np.unique(pairs[:, 0])) < 2:
-        return float(pairs[:, 1].max() * cost / pairs[:, 0].max())
+        return 0.0
     slope, intercept = np.polyfit(pairs[:, 0], pairs[:, 1], 1)
-    return float(intercept + slope * cost if slope > 0 else pairs[:, 1].max())
+    return float(intercept + slope * cost) if slope > 0 else 0.0
 
 
 class _Patience:
