@@ -157,6 +157,19 @@ def test_the_budget_judges_a_trial_by_its_declared_cost(tmp_path, declared):
     assert (report["seconds"] <= 1.6 * 1.2) is declared, report["seconds"]
 
 
+def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch):
+    from llc_bench.experiment import tune
+
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "ml3.yaml").write_text(
+        "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
+        "      coding.name: choice(a, b)\nsearch:\n  cost: [coding.name]\n")
+    monkeypatch.setattr(tune, "_conf_dir", lambda: tmp_path)
+    with pytest.raises(ConfigError, match=r"ml3.yaml: search.cost: coding.name holds "
+                                          r"\['a', 'b'\]: a cost must be a positive number"):
+        search_space("ml3")
+
+
 def test_the_budget_line_through_the_fits():
     from llc_bench.experiment.tune import _seconds_at, fit_cost
 

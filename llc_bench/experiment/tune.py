@@ -122,7 +122,13 @@ def search_space(model: str) -> dict[str, dict] | None:
             space[key]["null_means"] = value
     for key in OmegaConf.select(conf, "search.cost") or ():
         if key in space:  # a fit's seconds grow with the product of these keys' values
-            space[key]["cost"] = True
+            dim = space[key]
+            values = dim["values"] if dim["kind"] == "choice" else [dim["low"], dim["high"]]
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+                       for v in values):
+                raise ConfigError(f"conf/search/{model}.yaml: search.cost: {key} holds "
+                                  f"{values}: a cost must be a positive number")
+            dim["cost"] = True
     for key in OmegaConf.select(conf, "search.multiclass_only") or ():
         if key in space:  # searched on more than two classes only (select() drops it)
             space[key]["multiclass_only"] = True
