@@ -16,8 +16,11 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   beaten the best by more than the noise of the validation rows (``keep_default_se``
   standard errors: counted in trials, so still the same choice on any machine), or when the
   next trial would pass ``budget_s`` seconds (judged from the trials so far, and where the
-  space declares ``search.cost``, from the line through their fits' cost and seconds; then
-  the choice may depend on the machine, and the report says ``stopped_by: budget``);
+  space declares ``search.cost``, from the line through their fits' cost and seconds), and
+  gives up a fit still running at the end of the budget at its next SGD epoch or CCCP
+  iteration (``models._base.fit_deadline``; the trial is pruned, its record says
+  ``stopped``); then the choice may depend on the machine, and the report says
+  ``stopped_by: budget``;
 * shares the k-means anchors of trials with the same m and rule (``anchor_memo``) and the
   neighbour search of trials with the same anchors and k (``distance_memo``), and
   (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
@@ -455,8 +458,7 @@ class _Objective:
         predicts, if longer (ML3 on mnist: 15 s at 2 models per class, 22 s at 5, 101 s at
         40).  The first trial (the defaults) always completes, so there is always something
         to choose."""
-        if self.deadline is None or not any(r["folds_scored"] == len(self.parts)
-                                            for r in self.records):
+        if self.deadline is None or not self.complete():
             return False
         recent = self.fits[1:][-10:] or self.fits
         seconds = max(s for _, s in recent)
@@ -473,6 +475,7 @@ class _Objective:
         from sklearn.base import clone
 
         from llc_bench.experiment.metrics import accuracy
+        from llc_bench.models._base import FitDeadline, fit_deadline
 
         t = time.perf_counter()
         space = self.config["tune"]["space"]
@@ -482,13 +485,21 @@ class _Objective:
         if "history" in estimator.get_params():
             estimator.set_params(history=False)  # monitoring only: the numbers are the same
         scores: list[float] = []
+        past = None
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
                 if self.over_budget(cost):
                     trial.study.stop()
                     raise optuna.TrialPruned()
                 t_fit = time.perf_counter()
-                scores.append(accuracy(y_va, clone(estimator).fit(X_tr, y_tr).predict(X_va)))
+                try:  # a fit still running at the deadline is given up (not the first trial)
+                    with fit_deadline(self.deadline if self.complete() else None):
+                        fitted = clone(estimator).fit(X_tr, y_tr)
+                except FitDeadline as stop:
+                    past = str(stop)
+                    trial.study.stop()
+                    raise optuna.TrialPruned() from None
+                scores.append(accuracy(y_va, fitted.predict(X_va)))
                 self.fits.append((cost, time.perf_counter() - t_fit))
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
@@ -499,8 +510,13 @@ class _Objective:
             self.records.append({"number": trial.number, "params": params,
                                  "score": self.value(scores) if scores else None,
                                  "folds_scored": len(scores),
-                                 "seconds": time.perf_counter() - t})
+                                 "seconds": time.perf_counter() - t,
+                                 **({"stopped": f"budget: a fit {past}"} if past else {})})
         return self.value(scores)
+
+    def complete(self) -> bool:
+        """Whether a trial has been scored on every split (then there is a choice)."""
+        return any(r["folds_scored"] == len(self.parts) for r in self.records)
 
     def value(self, scores: list) -> float:
         return float(scores[-1] if self.rungs else np.mean(scores))

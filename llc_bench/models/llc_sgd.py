@@ -61,6 +61,7 @@ from ..coding.local import LocalCode
 from ..data.rows import StoredRows
 from ..errors import ConfigError, FitError
 from . import _sgd_kernel as K
+from ._base import check_deadline
 from .objective import objective, ova_hinge
 
 #: Default skip for dense data (DESIGN §6).
@@ -708,6 +709,7 @@ class _Epochs:
         diverged = False
         Wa = anchor_major(W, self.w_dtype)  # the kernels' layout; W follows each epoch
         for epoch in range(1, o.epochs + 1):
+            check_deadline()
             tic = time.perf_counter()
             count = self._epoch(Wa, b, t0, count, order_rng)
             W[...] = Wa.transpose(1, 0, 2)

@@ -47,7 +47,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
 from ..coding.local import row_sq_norms
-from ._base import store_params
+from ._base import check_deadline, store_params
 from ._ml3_kernel import latent_scores_rows, sgd_epoch, sgd_epoch_csr
 from ._validation import (
     COUNT,
@@ -347,6 +347,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         chunk = max(1, _CHUNK_ELEMS // (n_classes * m))
         for _ in range(self.n_init_epochs):
+            check_deadline()
             fold()
             order = rng.permutation(n).astype(np.int64)
             for lo in range(0, n, chunk):
@@ -364,6 +365,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         W = V.reshape(n_classes, m, d1)
         bar = progress.bar(total=self.n_iter, desc="CCCP", unit="iter")
         for it in range(self.n_iter):
+            check_deadline()
             t0 = time.perf_counter()
             last_avg = self.averaging and it == self.n_iter - 1
             beta_t = _true_class_beta(Xe, y_enc, W, p)  # beta*_{W^t, i, y_i}, eq. 13b

@@ -329,7 +329,8 @@ class FigureBuilder:
             ax.set_xlabel("total fit time, selection included (s)")
             ax.set_ylabel("test accuracy (%)")
             ax.grid(alpha=0.3, which="both")
-            ax.legend(fontsize=6)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=6)
         return fig if drawn else None
 
     @_kind
