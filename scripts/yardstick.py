@@ -17,8 +17,9 @@ Per model it prints the mean gap of test accuracy to the RBF kernel SVM (points)
 number of sets where it matches or beats Nyström + LIBLINEAR, the median ratio of its
 total fit time (selection and CV included) to the kernel SVM's, and the gap and the count
 again on the sets in the hidden suite's range (``PROFILE``: issue 38's targets are
-measured there).  Runs go to a scratch store (``--results-dir``), so a second call reuses them; ``--tune off|auto`` chooses whether the
-models select their own hyper-parameters (``tune=``).
+measured there).  Runs go to a scratch store (``--results-dir``), so a second call reuses
+them; ``--tune off|auto`` chooses whether the models select their own hyper-parameters
+(``tune=``); ``--models ""`` runs nothing and prints the table of ``--baseline``.
 
     python scripts/yardstick.py --tune off --models kernel,nystroem,linear,llsvm
 """
@@ -206,7 +207,7 @@ def main(argv=None) -> None:
                         help="an earlier OUT.json: the models not run now are taken from it "
                         "(e.g. kernel and nystroem, which tune= does not change)")
     args = parser.parse_args(argv)
-    models = args.models.split(",")
+    models = [m for m in args.models.split(",") if m]  # "": the table of --baseline alone
     sets = write_sets(args.work / "csv", args.max_train, args.max_test,
                       args.sets.split(",") if args.sets else None)
     results = args.results_dir or args.work / f"store-{args.tune}"
@@ -220,6 +221,9 @@ def main(argv=None) -> None:
             if model not in models:
                 acc[model] = {s: v for s, v in old["acc"][model].items() if s in sets}
                 secs[model] = {s: v for s, v in old["secs"][model].items() if s in sets}
+                if model in old.get("by_seed", {}):
+                    by_seed[model] = {seed: {s: v for s, v in a.items() if s in sets}
+                                      for seed, a in old["by_seed"][model].items()}
     for name, (train, test, n, d, c) in sets.items():
         for model in models:
             start = time.perf_counter()
@@ -241,13 +245,15 @@ def main(argv=None) -> None:
                   f"acc {acc[model][name]:6.2f}  fit {secs[model][name]:7.2f}s "
                   f"(wall {time.perf_counter() - start:6.1f}s)", flush=True)
     lines = [f"# yardstick: tune={args.tune}, {len(sets)} sets "
-             f"(max_train {args.max_train}), models {', '.join(models)}"
+             f"(max_train {args.max_train}), models "
+             f"{', '.join(models) or 'none run, from --baseline'}"
              + (f", the mean of seeds {args.seeds}" if args.seeds else ""),
              "| model | sets | mean gap to kernel (points) | worst gap | >= nystroem | "
              "median time / kernel | time / kernel on sets >= 3000 rows (max) | "
              "the hidden suite's range: sets, mean gap, >= nystroem |"
-             + (" mean gap per seed |" if args.seeds else ""),
-             "|---|---|---|---|---|---|---|---|" + ("---|" if args.seeds else "")]
+             + (" per seed: mean gap (in the hidden suite's range: gap, >= nystroem) |"
+                if by_seed else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if by_seed else "")]
     profile = {s for s, (_, _, n, d, c) in sets.items() if in_profile(n, d, c)}
     for model in acc:
         common = [s for s in acc[model] if s in acc.get("kernel", {})]
@@ -270,10 +276,12 @@ def main(argv=None) -> None:
         lines[-1] += (f" {len(near)}: {statistics.mean(gaps[common.index(s)] for s in near):+.2f}"
                       f", {sum(acc[model][s] >= acc['nystroem'][s] - 0.005 for s in near_ny)} "
                       f"of {len(near_ny)} |" if near else " - |")
-        if args.seeds:
+        if by_seed:
             lines[-1] += (" " + ", ".join(
-                f"{statistics.mean(a[s] - acc['kernel'][s] for s in common):+.2f}"
-                for a in by_seed[model].values()) + " |" if model in by_seed and common
+                f"{statistics.mean(a[s] - acc['kernel'][s] for s in common):+.2f} "
+                f"({statistics.mean(a[s] - acc['kernel'][s] for s in near):+.2f}, "
+                f"{sum(a[s] >= acc['nystroem'][s] - 0.005 for s in near_ny)} of {len(near_ny)})"
+                for a in by_seed[model].values()) + " |" if model in by_seed and near
                 else " - |")
     table = "\n".join(lines)
     print(table)
@@ -281,7 +289,7 @@ def main(argv=None) -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(table + "\n")
         args.out.with_suffix(".json").write_text(json.dumps(
-            {"acc": acc, "secs": secs, **({"by_seed": by_seed} if args.seeds else {})},
+            {"acc": acc, "secs": secs, **({"by_seed": by_seed} if by_seed else {})},
             indent=1))
 
 
