@@ -96,7 +96,6 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write the lines here")
     args = parser.parse_args(argv)
 
-    import onnxruntime as ort
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
     from sklearn.datasets import load_svmlight_file
@@ -125,6 +124,9 @@ def main(argv=None) -> None:
     raw = X * (np.asarray(pre["scale"]) if pre.get("scale") is not None else 1.0)
     raw = raw + (np.asarray(pre["mean"]) if pre.get("mean") is not None else 0.0)
     raw = raw / (pre["value_scale"] or 1.0)
+    # imported after the fit: its thread calls rand(), which LIBLINEAR's shuffles share
+    import onnxruntime as ort
+
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1

@@ -5,6 +5,8 @@ never seeds it, so two fits in one process can differ; ``fit_liblinear`` seeds
 it with ``srand(seed)`` first, which makes a fit depend only on its inputs, and holds one
 process-wide lock from the seed to the end of training: ``rand()``'s state is global, so
 two fits in threads (a threading joblib backend) would otherwise draw from each other's.
+A library that calls ``rand()`` in a thread of its own still moves a fit running meanwhile
+(onnxruntime does, a few seconds after its import: the tests run it in a child process).
 Weights are read straight from the model's C array (``get_decfun`` makes one
 ctypes call per feature) and returned oriented as the caller's classes, which
 avoids the label-order pitfall (the sign of a binary model follows
