@@ -9,6 +9,7 @@ the ``mirror`` fixture.  They skip, saying why, when neither exists, and carry t
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,16 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "mirror" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.real_data)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _onnxruntime_stays_out():
+    """onnxruntime, once imported, starts a thread that calls the C library's ``rand()``
+    some seconds later; LIBLINEAR's seeded shuffles share that state, so a fit running
+    then in the same worker changes (an unconverged one completely). Tests run it in a
+    child process; this fails the module that imported it here."""
+    yield
+    assert "onnxruntime" not in sys.modules, "onnxruntime was imported in the test process"
 
 
 @pytest.fixture(scope="session")

@@ -129,18 +129,23 @@ def test_every_tuned_preset_applies_to_its_model_and_dataset(tuned, tmp_path):
 @pytest.mark.parametrize("model", ["llsvm", "sapl"])
 def test_phase_timings_are_measured_and_add_up_to_train(tmp_path, model):
     """Every phase is non-negative and the phases add up to `train` within 5% (the
-    epoch-0 history used to be subtracted from an SGD timer it ran outside of)."""
+    epoch-0 history used to be subtracted from an SGD timer it ran outside of): on the
+    closest of three timed runs, as a fit of 70 ms on a loaded machine can spend a few ms
+    outside its phases once (seen: 5 ms), where the old bug missed its time in every run."""
     cfg = compose_run(f"model={model}", "coding.n_anchors=20", "trainer.epochs=3",
                       tmp_path=tmp_path)
     runner.run_experiment(cfg, echo=lambda line: None)  # on a fresh machine: compiles
-    # the timed run: a kernel the warm-up missed compiles inside a phase, and `train`
+    # the timed runs: a kernel the warm-up missed compiles inside a phase, and `train`
     # leaves that compilation out; here every kernel is loaded from numba's cache
-    t = runner.run_experiment({**cfg, "force": True}, echo=lambda line: None)["timings"]
-    assert t.get("jit_compile_train", 0.0) == 0.0
-    phases = [t[f"fit_{p}"] for p in ("anchors", "encode", "init", "sgd")]
-    assert min(phases) >= 0 and t["fit_history"] >= 0
-    assert sum(phases) == pytest.approx(t["fit_total"])
-    assert sum(phases) == pytest.approx(t["train"], rel=0.05)
+    gaps = []
+    for _ in range(3):
+        t = runner.run_experiment({**cfg, "force": True}, echo=lambda line: None)["timings"]
+        assert t.get("jit_compile_train", 0.0) == 0.0
+        phases = [t[f"fit_{p}"] for p in ("anchors", "encode", "init", "sgd")]
+        assert min(phases) >= 0 and t["fit_history"] >= 0
+        assert sum(phases) == pytest.approx(t["fit_total"])
+        gaps.append(abs(sum(phases) - t["train"]) / t["train"])
+    assert min(gaps) <= 0.05, gaps
 
 
 def test_summary_line_says_what_it_times(tmp_path):
