@@ -757,3 +757,22 @@ def test_the_choice_rules_enter_a_key_only_where_they_act(tmp_path):
         config = prepare_config(compose_run(f"model={model}", "dataset=ringnorm", "tune=on",
                                             tmp_path=tmp_path))
         assert {"simpler_se", "trial_anchors"} & set(config["tune"]) == keys, model
+
+
+def test_occ_s_intercept_is_searched_where_eq9_cannot_separate(tmp_path):
+    """Two classes on opposite sides of the origin (a standardised CSV): eq. 9's one shared bias
+    makes f(x) - b even in x, at chance here, and the selection picks the per-basis biases."""
+    rng = np.random.default_rng(0)
+
+    def clouds(n):
+        y = rng.random(n) < 0.5
+        return rng.normal(size=(n, 2)) + np.where(y, 1.5, -1.5)[:, None], y
+
+    train = _csv(tmp_path / "train.csv", *clouds(300))
+    test = _csv(tmp_path / "test.csv", *clouds(200))
+    files = ("dataset=file", f"dataset.train={train}", f"dataset.test={test}", "model=occ_lib_g")
+    paper = _run(tmp_path, *files, "tune=off", "trainer.C=1")
+    tuned = _run(tmp_path, *files, "tune=auto", "tune.trials=8", "tune.budget_s=null")
+    assert paper["metrics"]["test_accuracy"] < 0.7
+    assert tuned["tune"]["chosen"]["trainer.intercept"] == "per_basis"
+    assert tuned["metrics"]["test_accuracy"] > 0.9
