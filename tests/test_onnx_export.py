@@ -1,10 +1,6 @@
 """`llc-bench export MODEL --onnx OUT`: onnxruntime's decision values equal the model's.
 
-onnxruntime runs in a child process: imported here, it starts a thread that calls the C
-library's ``rand()`` some seconds later, and LIBLINEAR shuffles with that one global
-``rand()`` state, so a fit running then in the same test worker (an unconverged
-Crammer-Singer fit of scikit-learn's estimator checks) came out different for the same seed
-(conftest's ``_onnxruntime_stays_out`` fails a module that imports it in the test process).
+onnxruntime runs in a child process (why: conftest's ``_onnxruntime_stays_out``).
 """
 
 from __future__ import annotations
