@@ -302,6 +302,40 @@ def test_a_bad_row_in_a_late_block_leaves_no_output(kept, tmp_path, capsys):
     assert list((tmp_path / "out").iterdir()) == []   # neither the file nor its temporary
 
 
+@pytest.mark.parametrize("value,message", [("nan", "NaN/inf value"), ("-inf", "NaN/inf value"),
+                                           ("1e200", "value 1e+200")])
+def test_a_non_finite_or_huge_value_in_a_late_block_is_one_line_naming_its_line(
+        kept, tmp_path, capsys, value, message):
+    """As a training file's check says it: the row, the line, the column; no output."""
+    from llc_bench.errors import DatasetError
+    from llc_bench.experiment.predict import predict_file
+
+    _, record, test, *_ = kept
+    model = tmp_path / "store" / record["model_file"]
+    lines = test.read_text().splitlines()
+    fields = lines[-2].split(",")
+    fields[2] = value
+    lines[-2] = ",".join(fields)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    line = _error(capsys, "predict", str(model), str(bad))
+    assert f"bad.csv: {message}" in line and f"(line {len(lines) - 1}, column 3" in line
+    (tmp_path / "out").mkdir()
+    with pytest.raises(DatasetError, match=f"line {len(lines) - 1}, column 3"):
+        predict_file(model, bad, tmp_path / "out" / "p.csv", block_bytes=500)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_two_extra_columns_are_named_and_the_label_rule_said(kept, tmp_path, capsys):
+    tmp_path, record, test, X_te, truth = kept
+    model = str(tmp_path / "store" / record["model_file"])
+    lines = test.read_text().splitlines()
+    wide = tmp_path / "wide.csv"
+    wide.write_text("\n".join([lines[0] + ",extra"] + [r + ",1" for r in lines[1:]]) + "\n")
+    assert "wide.csv: 2 columns the model was not trained on (kind, extra); at most one, the " \
+           "label," in _error(capsys, "predict", model, str(wide))
+
+
 def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     from sklearn.datasets import dump_svmlight_file
 
@@ -317,6 +351,9 @@ def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
     line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
     assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
+    (tmp_path / "nan.svm").write_text("1 1:0.5 2:nan\n")
+    assert "nan.svm: lines 1-1: NaN/inf value at row 1, column 2" in _error(
+        capsys, "predict", model, str(tmp_path / "nan.svm"))
 
 
 def test_a_headerless_file_with_another_column_count_is_one_line(tmp_path, capsys):

@@ -108,20 +108,27 @@ def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
     return ""
 
 
+def check_values(path: Path, X, meta: dict, where: str = "") -> None:
+    """A DatasetError naming the first NaN/inf value of X, or the first beyond
+    ±MAX_ABS_VALUE, and where it is in ``path`` (``meta``: the parser's; ``where``: a
+    prefix such as ``lines 9-16: `` when the rows are a block of the file)."""
+    bad = _first_bad(X)
+    if bad is not None:
+        raise DatasetError(f"{path}: {where}NaN/inf value at row {bad[0] + 1}, column "
+                           f"{bad[1] + 1}{_in_file(path, meta, *bad)}")
+    huge = _first_huge(X)
+    if huge is not None:
+        row, column, value = huge
+        raise DatasetError(f"{path}: {where}value {value:g} at row {row + 1}, column "
+                           f"{column + 1}{_in_file(path, meta, row, column)} is beyond "
+                           f"±{MAX_ABS_VALUE:g}: its square overflows in the scaling and "
+                           "the models; rescale that column in the file (other units)")
+
+
 def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
     """NaN/inf, feature count and unknown labels of one parsed (relabelled) file."""
     if parsed.X is not None:
-        bad = _first_bad(parsed.X)
-        if bad is not None:
-            raise DatasetError(f"{path}: NaN/inf value at row {bad[0] + 1}, column {bad[1] + 1}"
-                               f"{_in_file(path, parsed.meta, *bad)}")
-        huge = _first_huge(parsed.X)
-        if huge is not None:
-            row, column, value = huge
-            raise DatasetError(f"{path}: value {value:g} at row {row + 1}, column {column + 1}"
-                               f"{_in_file(path, parsed.meta, row, column)} is beyond "
-                               f"±{MAX_ABS_VALUE:g}: its square overflows in the scaling and "
-                               "the models; rescale that column in the file (other units)")
+        check_values(path, parsed.X, parsed.meta)
         expected = spec.expected.features
         if parsed.meta.get("raw_indices"):
             pass  # the width depends on the index base, decided for all files together

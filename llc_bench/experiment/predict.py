@@ -65,9 +65,10 @@ def _kind(path: Path, pre: dict) -> str:
         if missing:
             raise DatasetError(f"{path}: missing the column(s) {', '.join(missing[:5])} the "
                                "model was trained on")
-        if len(extra) > 1:
-            raise DatasetError(f"{path}: column(s) {', '.join(extra[:5])} the model was not "
-                               "trained on")
+        if len(extra) > 1:  # one is the label column
+            raise DatasetError(f"{path}: {len(extra)} columns the model was not trained on "
+                               f"({', '.join(extra[:5])}); at most one, the label, may be "
+                               "beside the training file's features")
         if [c for c in fields if c in names] != names:
             raise DatasetError(f"{path}: the feature columns are in another order than the "
                                f"training file's ({', '.join(names[:5])}, ...)")
@@ -125,6 +126,7 @@ def _line_blocks(path: Path, skip_lines: int, block_bytes: int):
 def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, block: bytes):
     """(X, label values or None) of one block, as the dataset readers parse the file."""
     from llc_bench.data.formats import labels_from_values, parse_file
+    from llc_bench.data.reader import check_values
 
     n = pre["n_features"]
     if pre["format"] == "svmlight":
@@ -139,6 +141,7 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
             if "n_features" in detail:
                 detail = f"a feature index beyond the model's {n} features ({detail})"
             raise DatasetError(f"{path}: lines {line + 1}-{line + n_lines}: {detail}") from None
+        check_values(path, X, {}, f"lines {line + 1}-{line + n_lines}: ")
         names, codes = labels_from_values(y)
         return X, np.asarray(names, dtype=object)[codes]
     return _checked(path, parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block),
@@ -154,9 +157,13 @@ def _parse_whole(path: Path, pre: dict):
 
 
 def _checked(path: Path, parsed, n: int):
-    """(X, label values or None) of parsed rows, which must have the model's ``n`` features."""
+    """(X, label values or None) of parsed rows, which must have the model's ``n`` features
+    and finite values of a size the scaling can square."""
+    from llc_bench.data.reader import check_values
+
     if parsed.X.shape[1] != n:
         raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
+    check_values(path, parsed.X, parsed.meta)
     labels = None
     if parsed.label_codes is not None:
         labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
