@@ -33,7 +33,11 @@ def atomic_open(path) -> Iterator:
     if path.is_dir():
         raise ConfigError(f"{path} is a directory: give a file name to write")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:  # named by the file asked for, not by the temporary's name
+        raise type(err)(err.errno, f"cannot create a file in {path.parent} ({err.strerror})",
+                        str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle

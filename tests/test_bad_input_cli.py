@@ -219,6 +219,19 @@ def test_records_honour_the_umask(tmp_path, umask, mode):
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == mode
 
 
+def test_a_file_that_cannot_be_created_is_named_not_its_temporary(tmp_path, monkeypatch):
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".x.json.abc.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError) as err:
+        atomic_write_json(tmp_path / "x.json", {"a": 1})
+    assert cli.error_line(err.value) == (f"{tmp_path / 'x.json'}: cannot create a file in "
+                                         f"{tmp_path} (Permission denied)")
+
+
 def test_identical_runs_together_compute_once(tmp_path, monkeypatch):
     """The second of two identical runs waits for the first's lock, then hits the cache."""
     cfg = compose_run("trainer.C=1.0", tmp_path=tmp_path)

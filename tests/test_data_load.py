@@ -200,6 +200,8 @@ def test_one_class_training_split(tmp_path):
     with pytest.raises(DatasetError) as err:
         load(spec, tmp_path)
     one_line_error(err, train, "has 1 class")
+    assert str(test) not in str(err.value)  # the training file is named, once
+    assert str(err.value).count(str(train)) == 1
 
 
 def test_missing_file_offline(tmp_path):

@@ -102,7 +102,7 @@ def _raw_labels(spec: DatasetSpec, parts: dict[str, Part]):
 
 
 def _files(parts: dict[str, Part], names=("train", "test", "all")) -> str:
-    return ", ".join(f for n in names if n in parts for f in parts[n].files)
+    return ", ".join(dict.fromkeys(f for n in names if n in parts for f in parts[n].files))
 
 
 def _check_label_column(spec: DatasetSpec, parts: dict[str, Part], y_raw: np.ndarray) -> None:
@@ -297,7 +297,7 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     present = np.unique(y_tr)
     if len(present) < 2:
         only = [n for n, c in _counts(y_tr, coder).items() if c] or ["none"]
-        raise DatasetError(f"{', '.join(f for p in parts.values() for f in p.files)}: the "
+        raise DatasetError(f"{_files(parts, ('train', 'all'))}: the "
                            f"training split of {spec.name!r} has {len(present)} class "
                            f"({only[0]!r}, {len(y_tr)} rows); a classifier needs two")
     unseen = _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy)
