@@ -390,6 +390,12 @@ def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
     assert "exists: pass --force" in capsys.readouterr().err
     main([*args, "--force"])  # the same seed: the same choice
     assert OmegaConf.to_container(OmegaConf.load(out)) == body
+    with pytest.raises(SystemExit):  # tune=off asks the command not to do its one job
+        main([*args, "tune=off", "--force"])
+    assert capsys.readouterr().err.strip() == (
+        "llc-bench: error: tune=off: llc-bench tune always selects; drop it (tune.trials=N "
+        "and tune.budget_s=S set its budget)")
+    assert OmegaConf.to_container(OmegaConf.load(out)) == body
 
 
 def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):

@@ -147,6 +147,10 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     out = Path(out) if out else preset
     if out != preset and out.exists() and not force:
         raise ConfigError(f"{out} exists: pass --force to replace it")
+    group = next((o for o in overrides if o.split("=", 1)[0].lstrip("+~") == "tune"), None)
+    if group is not None:  # the command always selects (tune=on)
+        raise ConfigError(f"{group}: llc-bench tune always selects; drop it (tune.trials=N "
+                          "and tune.budget_s=S set its budget)")
     old = OmegaConf.to_container(OmegaConf.load(preset)) if preset.is_file() else {}
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
