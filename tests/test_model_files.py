@@ -326,6 +326,21 @@ def test_a_non_finite_or_huge_value_in_a_late_block_is_one_line_naming_its_line(
     assert list((tmp_path / "out").iterdir()) == []
 
 
+def test_predict_reads_a_header_as_training_does_quotes_bom_crlf(kept, tmp_path, capsys):
+    """The same rows written with a byte-order mark, CRLF line ends and a quoted header
+    give the same predictions as the plain file (training reads all three: pandas)."""
+    tmp_path, record, test, *_ = kept
+    model = str(tmp_path / "store" / record["model_file"])
+    lines = test.read_text().splitlines()
+    header = ",".join(f'"{name}"' for name in lines[0].split(","))
+    odd = tmp_path / "odd.csv"
+    odd.write_bytes(b"\xef\xbb\xbf" + "\r\n".join([header, *lines[1:]]).encode() + b"\r\n")
+    main(["predict", model, str(test), "--out", str(tmp_path / "plain.out")])
+    main(["predict", model, str(odd), "--out", str(tmp_path / "odd.out")])
+    assert (tmp_path / "odd.out").read_bytes() == (tmp_path / "plain.out").read_bytes()
+    capsys.readouterr()
+
+
 def test_two_extra_columns_are_named_and_the_label_rule_said(kept, tmp_path, capsys):
     tmp_path, record, test, X_te, truth = kept
     model = str(tmp_path / "store" / record["model_file"])

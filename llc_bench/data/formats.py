@@ -358,12 +358,14 @@ def _numbered(columns: list[int], names: list[str] | None = None) -> str:
 
 
 def _header_names(path: Path, line: int, sep, options: Mapping) -> list[str]:
-    """The names of the header line ``line`` as written (pandas renames a repeated name)."""
+    """The names of the header line ``line`` (1-based) as written, unquoted, without a
+    byte-order mark (pandas renames a repeated name)."""
     import csv
 
     with open_binary(path) as fh:
         raw = next(t for i, t in enumerate(fh, 1) if i == line)
     text = raw.decode(_encoding(options), errors="replace").rstrip("\r\n")
+    text = text.removeprefix("\ufeff") if line == 1 else text  # a byte-order mark, as pandas
     fields = (text.split() if sep is None else text.split(sep) if len(sep) != 1
               else next(csv.reader([text], delimiter=sep)))
     return [f.strip() for f in fields]

@@ -35,16 +35,16 @@ def _skipped(options: dict) -> int:
 
 
 def _columns(path: Path, options: dict) -> list[str]:
-    """The fields of the first line (after ``skip_rows``) of a delimited file."""
-    from llc_bench.data.compression import open_binary
-    from llc_bench.data.formats import _separator
+    """The fields of the first line (after ``skip_rows``) of a delimited file, read as the
+    training file's header was (quotes, a byte-order mark)."""
+    from llc_bench.data.formats import _header_names, _separator
 
-    with open_binary(path) as handle:
-        for _ in range(_skipped(options)):
-            handle.readline()
-        first = handle.readline().decode(options.get("encoding") or "utf-8", "replace").strip()
     sep = _separator(options)
-    return first.split() if sep is None or sep == r"\s+" else first.split(sep)
+    try:
+        return _header_names(path, _skipped(options) + 1, None if sep == r"\s+" else sep,
+                             options)
+    except StopIteration:  # an empty file
+        return []
 
 
 def _has_header(pre: dict) -> bool:
