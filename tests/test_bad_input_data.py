@@ -407,6 +407,13 @@ def test_bad_option_values_are_config_errors(tmp_path, capsys, iris_like, overri
           words=words)
 
 
+@pytest.mark.parametrize("value", ["1.5", "0", "-0.25"])
+def test_a_test_fraction_outside_0_1_is_shown_as_typed(tmp_path, capsys, iris_like, value):
+    line = fails(tmp_path, capsys, f"dataset.train={iris_like}", f"dataset.test_fraction={value}")
+    assert line.endswith(f"split.test_fraction must be in (0, 1), got {float(value)!r}") or \
+        line.endswith(f"split.test_fraction must be in (0, 1), got {value}"), line
+
+
 # --- 16. the README documents the own-file options ----------------------------------------
 
 def test_readme_own_file_section_documents_the_csv_options():

@@ -322,7 +322,8 @@ def _split(raw: Mapping | None, name: str) -> SplitSpec:
     frac = raw.get("test_fraction")
     frac = None if frac is None else as_fraction(frac, f"dataset {name!r} split.test_fraction")
     if frac is not None and not 0 < frac < 1:
-        raise ConfigError(f"dataset {name!r}: split.test_fraction must be in (0, 1), got {frac}")
+        raise ConfigError(f"dataset {name!r}: split.test_fraction must be in (0, 1), got "
+                          f"{raw['test_fraction']!r}")
     split = SplitSpec(
         protocol, frac,
         _int_or_none(raw.get("train_size"), f"dataset {name!r} split.train_size", 1),
