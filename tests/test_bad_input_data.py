@@ -398,6 +398,37 @@ def test_label_column_name_without_header_says_so(tmp_path, capsys):
                                                  "dataset.header=true"))
 
 
+@pytest.mark.parametrize("value, words", [
+    ("petal_width", ("flowers.csv", "dataset.label_column 'petal_width' is not a column name",
+                     "sepal_length, sepal_width, petal_length, species")),
+    ("5", ("flowers.csv", "dataset.label_column 5 is out of range for 4 columns",
+           "0 to 3", "-1 to -4")),
+])
+def test_a_label_column_that_is_not_there_names_the_option(tmp_path, capsys, iris_like, value,
+                                                           words):
+    line = fails(tmp_path, capsys, f"dataset.train={iris_like}", "dataset.test_fraction=0.3",
+                 f"dataset.label_column={value}", words=words)
+    assert "cannot parse" not in line and "ValueError" not in line  # not a parse failure
+
+
+def test_counts_in_messages_agree_in_number(tmp_path, capsys):
+    """One stray label, one feature: singular; several labels: plural."""
+    X, y = problem(600)
+    y_test = y[400:].copy()
+    y_test[0], y_test[1:3] = 7, 8
+    train = write_csv(tmp_path / "train.csv", X[:400], y[:400])
+    test = write_csv(tmp_path / "test.csv", X[400:], y_test)
+    fails(tmp_path, capsys, f"dataset.train={train}", f"dataset.test={test}",
+          words=("test labels '7' (1 row), '8' (2 rows) do not occur",))
+    y_test[1:3] = y[401:403]
+    test = write_csv(tmp_path / "test.csv", X[400:], y_test)
+    fails(tmp_path, capsys, f"dataset.train={train}", f"dataset.test={test}",
+          words=("test label '7' (1 row) does not occur",))
+    narrow = write_csv(tmp_path / "narrow.csv", X[400:, :1], y[400:])
+    fails(tmp_path, capsys, f"dataset.train={train}", f"dataset.test={narrow}",
+          words=("narrow.csv", "1 feature but the other files"))
+
+
 @pytest.mark.parametrize("override, words", [
     ("dataset.header=maybe", ("dataset.header", "true, false or auto")),
     ("dataset.zero_based=2", ("dataset.zero_based", "true, false or auto")),

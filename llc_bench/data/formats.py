@@ -163,12 +163,15 @@ def _column_index(index, columns, what: str) -> int:
             except ValueError:
                 pass
             if all(isinstance(c, int | np.integer) for c in columns):
-                raise ValueError(f"{what} {index!r}: the file has no header row with column "
-                                 "names (set dataset.header=true if its first line has them)")
-            raise ValueError(f"{what} {index!r} is not a column name ({', '.join(names)})")
+                raise FileProblem(f"dataset.{what} {index!r}: the file has no header row with "
+                                  "column names (set dataset.header=true if its first line "
+                                  "has them)")
+            raise FileProblem(f"dataset.{what} {index!r} is not a column name "
+                              f"({', '.join(names)})")
         return names.index(index)
     if not -n_columns <= index < n_columns:
-        raise ValueError(f"{what} {index} is out of range for {n_columns} columns")
+        raise FileProblem(f"dataset.{what} {index} is out of range for {n_columns} columns "
+                          f"(0 to {n_columns - 1}, or -1 to -{n_columns} from the end)")
     return index % n_columns
 
 

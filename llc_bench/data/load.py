@@ -153,13 +153,16 @@ def _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy) -> dict[
     if policy == "error":
         where = (_files(parts, ("test",)) if spec.split.protocol == "files" and "test" in parts
                  else f"the test split of {_files(parts)}")
-        detail = ", ".join(f"{n!r} ({c} rows)" for n, c in list(found.items())[:5])
+        detail = ", ".join(f"{n!r} ({c} row{'s' * (c != 1)})"
+                           for n, c in list(found.items())[:5])
         if len(found) > 5:
             detail += f" and {len(found) - 5} more labels ({int(unseen.sum())} rows in all)"
         train = sorted({names[c] for c in np.unique(y_tr_raw)}, key=label_sort_key)
         shown = ", ".join(map(repr, train[:10])) + (", ..." if len(train) > 10 else "")
-        raise DatasetError(f"{where}: test label {detail} does not occur in the training split "
-                           f"(training labels: {shown}); the classes come from the training "
+        labels = "labels" if len(found) > 1 else "label"
+        verb = "do" if len(found) > 1 else "does"
+        raise DatasetError(f"{where}: test {labels} {detail} {verb} not occur in the training "
+                           f"split (training labels: {shown}); the classes come from the training "
                            "data: remove those rows, or set dataset.unseen_test_labels="
                            "count_as_errors to count them as errors")
     y_te[unseen] = UNSEEN_LABEL

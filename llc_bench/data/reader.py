@@ -233,8 +233,9 @@ def _align_widths(spec: DatasetSpec, parts: dict[str, Part]) -> None:
         if widths[name] == width:
             continue
         if not sp.issparse(part.X):
-            raise DatasetError(f"{', '.join(part.files)}: {widths[name]} features but the other "
-                               f"files of {spec.name!r} have {width}")
+            n = widths[name]
+            raise DatasetError(f"{', '.join(part.files)}: {n} feature{'s' * (n != 1)} but the "
+                               f"other files of {spec.name!r} have {width}")
         part.X = _widen(part.X, width)
 
 
