@@ -351,6 +351,29 @@ def test_two_extra_columns_are_named_and_the_label_rule_said(kept, tmp_path, cap
            "label," in _error(capsys, "predict", model, str(wide))
 
 
+def test_an_empty_file_another_separator_or_encoding_say_what_predict_can_do(kept, tmp_path,
+                                                                            capsys):
+    """predict has no dataset options (the model fixes separator and encoding): the error
+    says what the file should be, not which option to set."""
+    tmp_path, record, test, *_ = kept
+    model = str(tmp_path / "store" / record["model_file"])
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    assert _error(capsys, "predict", model, str(empty)).endswith("empty.csv: the file is empty")
+    semi = tmp_path / "semi.csv"
+    semi.write_text(test.read_text().replace(",", ";"))
+    line = _error(capsys, "predict", model, str(semi))
+    assert "missing the column(s) f0" in line and "look semicolon-separated" in line
+    assert "comma-separated as the training file was" in line and "dataset.sep" not in line
+    lines = test.read_text().splitlines()
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("\n".join([*lines[:4], lines[4] + "\u00f6", *lines[5:]])
+                      .encode("latin-1") + b"\n")
+    line = _error(capsys, "predict", model, str(latin))
+    assert "latin.csv: line 5: bytes b'\\xf6' are not utf-8 text" in line, line
+    assert "write the file in utf-8" in line and "dataset.encoding" not in line
+
+
 def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     from sklearn.datasets import dump_svmlight_file
 

@@ -58,13 +58,15 @@ def _kind(path: Path, pre: dict) -> str:
     if pre["format"] != "csv":
         return "xy"
     fields = _columns(path, pre["options"])
+    if not fields:
+        raise DatasetError(f"{path}: the file is empty")
     n, names = pre["n_features"], pre.get("feature_names")
     if names and pre["options"].get("header") is not False:
         missing = [c for c in names if c not in fields]
         extra = [c for c in fields if c not in names]
         if missing:
             raise DatasetError(f"{path}: missing the column(s) {', '.join(missing[:5])} the "
-                               "model was trained on")
+                               f"model was trained on{_separator_note(path, pre)}")
         if len(extra) > 1:  # one is the label column
             raise DatasetError(f"{path}: {len(extra)} columns the model was not trained on "
                                f"({', '.join(extra[:5])}); at most one, the label, may be "
@@ -75,8 +77,35 @@ def _kind(path: Path, pre: dict) -> str:
         return "xy" if extra else "x"
     if len(fields) not in (n, n + 1):
         raise DatasetError(f"{path}: {len(fields)} columns, the model has {n} features "
-                           f"(expected {n}, or {n + 1} with the label column)")
+                           f"(expected {n}, or {n + 1} with the label column)"
+                           f"{_separator_note(path, pre)}")
     return "xy" if len(fields) == n + 1 else "x"
+
+
+def _separator_note(path: Path, pre: dict) -> str:
+    """``; its lines look X-separated, ...`` when the file seems to use another separator
+    than the model's training file (which fixes it: predict has no dataset options)."""
+    from llc_bench.data.formats import SEPARATORS, _other_separator, _separator
+
+    sep = _separator(pre["options"])
+    other = _other_separator(path, _skipped(pre["options"]), sep)
+    if other is None:
+        return ""
+    return (f"; its lines look {other}-separated, the model reads its files "
+            f"{SEPARATORS.get(sep, repr(sep))}-separated as the training file was: "
+            "write the file with that separator")
+
+
+def _not_text(path: Path, options: dict, exc: UnicodeDecodeError) -> DatasetError:
+    """Bytes that are not text in the training file's encoding, which the model fixes."""
+    from llc_bench.data.formats import _encoding, undecodable_line
+
+    encoding = _encoding(options)
+    found = undecodable_line(path, encoding)
+    where = f"line {found[0]}: bytes {found[1]!r}" if found else "bytes"
+    return DatasetError(f"{path}: {where} are not {encoding} text, the encoding the model "
+                        f"reads (its training file's): write the file in {encoding} (e.g. "
+                        f"iconv -f latin-1 -t {encoding})")
 
 
 def _block_options(path: Path, pre: dict, kind: str) -> dict:
@@ -144,8 +173,14 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
         check_values(path, X, {}, f"lines {line + 1}-{line + n_lines}: ")
         names, codes = labels_from_values(y)
         return X, np.asarray(names, dtype=object)[codes]
-    return _checked(path, parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block),
-                                     lines_before=line), n)
+    try:
+        parsed = parse_file(path, "csv", options, kind=kind, fh=io.BytesIO(block),
+                            lines_before=line)
+    except DatasetError as exc:
+        if isinstance(exc.__cause__, UnicodeDecodeError):
+            raise _not_text(path, options, exc.__cause__) from None
+        raise
+    return _checked(path, parsed, n)
 
 
 def _parse_whole(path: Path, pre: dict):
