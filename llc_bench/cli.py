@@ -364,7 +364,7 @@ def tune_command(argv: list[str]) -> None:
     parser = command_parser("tune", tune_command.__doc__)
     parser.add_argument("model", help="a model preset, e.g. llsvm")
     parser.add_argument("dataset", help="a dataset config, e.g. usps")
-    parser.add_argument("overrides", nargs="*",
+    parser.add_argument("overrides", nargs="*", default=[],
                         help="run overrides, e.g. tune.trials=60 data.mirrors=[DIR]")
     parser.add_argument("--seed", type=int, default=0, help="split and search seed (0)")
     parser.add_argument("--out", help="write here instead of conf/tuned/")

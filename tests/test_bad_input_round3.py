@@ -655,3 +655,24 @@ def test_a_huge_dense_array_is_refused_with_its_size(tmp_path, capsys):
     assert not list((tmp_path / "results").rglob("runs/*.json"))
     code, out, err = llc(capsys, *base, "dataset.sparse=true")
     assert code == 0 and "test acc" in out
+
+
+# ---- a parallelism of none: refused before anything runs ---------------------------------
+@pytest.mark.parametrize("jobs", ["0", "-2", "two"])
+def test_tables_jobs_below_one_is_refused_before_any_run(tmp_path, capsys, monkeypatch, jobs):
+    from llc_bench.tables import execute
+
+    def launched(*_args, **_kwargs):  # before the check, --jobs 0 ran every table
+        raise AssertionError(f"--jobs {jobs} launched runs")
+
+    monkeypatch.setattr(execute.Executor, "_launch", launched)
+    code, out, err = llc(capsys, "tables", "--jobs", jobs, "--results-dir",
+                         str(tmp_path / "results"))
+    assert code == 2 and "Traceback" not in err and out == ""
+    assert f"argument --jobs: expected a whole number >= 1, got '{jobs}'" in err
+    assert not (tmp_path / "results").exists()
+
+
+def test_tune_without_a_dataset_asks_for_the_dataset_only(capsys):
+    code, _, err = llc(capsys, "tune", "llsvm")
+    assert code == 2 and err.strip().endswith("the following arguments are required: dataset")

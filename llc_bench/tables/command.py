@@ -48,6 +48,17 @@ def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:
     return reasons
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of parallel runs, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def _common(parser: argparse.ArgumentParser, out: str = "tables") -> None:
     parser.add_argument("--profile", default="full", choices=["quick", "full"],
                         help="full: the papers' protocol; quick: a few-minute smoke build "
@@ -56,7 +67,7 @@ def _common(parser: argparse.ArgumentParser, out: str = "tables") -> None:
     parser.add_argument("--launcher", choices=LAUNCHERS, default=None,
                         help="Hydra launcher of the multiruns (default: joblib when --jobs > 1, "
                         "else basic); slurm = our submitit_slurm preset")
-    parser.add_argument("--jobs", type=int, default=1,
+    parser.add_argument("--jobs", type=_jobs, default=1,
                         help="parallel runs (joblib n_jobs / SLURM array parallelism)")
     parser.add_argument("--launcher-arg", action="append", default=[], metavar="OVERRIDE",
                         help="extra Hydra launcher override, e.g. hydra.launcher.partition=cpu")
