@@ -432,6 +432,8 @@ def test_counts_in_messages_agree_in_number(tmp_path, capsys):
 @pytest.mark.parametrize("override, words", [
     ("dataset.header=maybe", ("dataset.header", "true, false or auto")),
     ("dataset.zero_based=2", ("dataset.zero_based", "true, false or auto")),
+    ("dataset.sparse=sometimes", ("sparse='sometimes'", "is not true or false")),  # was sparse
+    ("dataset.sparse=1", ("sparse=1", "is not true or false")),
 ])
 def test_bad_option_values_are_config_errors(tmp_path, capsys, iris_like, override, words):
     fails(tmp_path, capsys, f"dataset.train={iris_like}", "dataset.test_fraction=0.3", override,

@@ -362,6 +362,17 @@ def _choice(raw: Mapping, key: str, choices, default, name: str):
     return value
 
 
+def _flag(raw: Mapping, key: str, default: bool, name: str) -> bool:
+    """A true/false option (null: ``default``); anything else is a ConfigError, not a
+    truthy string taken as true."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"dataset {name!r}: {key}={value!r} is not true or false")
+    return value
+
+
 def _check_keys(raw: Mapping, name: str) -> None:
     """Every key of the spec, and of its ``labels``, ``expected`` and ``split`` mappings, is
     one this module reads: an unknown one is a ConfigError with a did-you-mean."""
@@ -418,11 +429,11 @@ def parse_spec(raw: Mapping) -> DatasetSpec:
         expected=_expected(raw.get("expected"), name),
         split=_split(raw.get("split"), name),
         scaling=_scaling(raw, name),
-        sparse=bool(raw.get("sparse", False)),
+        sparse=_flag(raw, "sparse", False, name),
         max_train=_int_or_none(raw.get("max_train"), f"dataset {name!r} max_train", 1),
         max_test=_int_or_none(raw.get("max_test"), f"dataset {name!r} max_test", 1),
         validation=_validation(raw.get("validation"), name),
-        in_memory=bool(raw.get("in_memory", True)),
+        in_memory=_flag(raw, "in_memory", True, name),
         generator=raw.get("generator"),
         paper_sizes=raw.get("paper_sizes"),
         homepage=raw.get("homepage"),
