@@ -189,6 +189,8 @@ def run_one(train: Path, test: Path, model: str, results_dir: Path, tune: str,
 def _wins_paired(accuracies: dict, seed: str, sets: list, acc: dict, by_seed: dict) -> int:
     """The sets where one seed's accuracies match or beat Nystroem's run of the same seed
     (its mean over seeds where it has no such run; a tie within 0.005 points)."""
+    if not sets:  # no Nystroem run to compare with
+        return 0
     nystroem = {**acc["nystroem"], **by_seed.get("nystroem", {}).get(seed, {})}
     return sum(accuracies[s] >= nystroem[s] - 0.005 for s in sets)
 
