@@ -567,7 +567,20 @@ def test_where_that_can_match_still_works(store, capsys, condition, count):
     code, out, err = llc(capsys, "results", "--results-dir", str(store.root), "--where",
                          condition)
     assert code == 0 and not err
-    assert (f"{count} record(s)" in out) if count else out.strip() == "no records match"
+    assert (f"{count} record(s)" in out) if count else \
+        out.strip() == f"no records match all of the filters (2 record(s) in {store.root})"
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--model", "nosuch", "no record has --model nosuch (the store holds "),
+    ("--model", "lineer", "no record has --model lineer; did you mean linear? (the store"),
+    ("--dataset", "banan", "no record has --dataset banan; did you mean banana? (the store "
+                           "holds banana)"),
+])
+def test_results_filter_that_names_nothing_says_so(store, capsys, option, value, words):
+    code, out, err = llc(capsys, "results", "--results-dir", str(store.root), option, value)
+    assert code == 0 and not err
+    assert out.startswith("no records match: " + words), out
 
 
 @pytest.mark.parametrize("option, value, words", [

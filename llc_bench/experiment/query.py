@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from llc_bench.arguments import command_parser
-from llc_bench.errors import ConfigError, ResultsError
+from llc_bench.errors import ConfigError, ResultsError, did_you_mean
 from llc_bench.experiment.results import NON_SEMANTIC_KEYS, ResultsStore, output_file
 
 SHOWN = ["hash", "dataset", "model", "seed", "test_accuracy", "test_hinge", "train_seconds"]
@@ -250,6 +250,22 @@ def _shown(frame, extra: list[str]):
     return view
 
 
+def _why_none(args) -> str:
+    """Why a filter matched nothing: a --dataset or --model value no record has (and the
+    values there are), else that the filters hold on no record together."""
+    every = records_frame(args.results_dir)
+    for option, column in (("--dataset", "dataset"), ("--model", "model")):
+        present = sorted(map(str, every[column].dropna().unique())) if column in every else []
+        for value in getattr(args, column):
+            if value not in present:
+                hint = did_you_mean(value, present).strip(" ()")
+                return (f": no record has {option} {value}"
+                        f"{'; ' + hint if hint else ''} (the store holds "
+                        f"{', '.join(present[:12]) or 'none'}"
+                        f"{', ...' if len(present) > 12 else ''})")
+    return f" all of the filters ({len(every)} record(s) in {args.results_dir})"
+
+
 def results_command(argv: list[str], echo=print) -> None:
     """`llc-bench results`: list, filter and export the run records."""
     parser = command_parser(
@@ -289,7 +305,7 @@ def results_command(argv: list[str], echo=print) -> None:
     if args.csv or args.parquet:
         return
     if frame.empty:
-        echo("no records match")
+        echo(f"no records match{_why_none(args)}")
         return
     varying = not extra
     extra = extra or varying_columns(frame)
