@@ -534,12 +534,19 @@ def parse_mat(path: Path, options: Mapping) -> Parsed:
     return Parsed(X, *labels_from_values(y))
 
 
-def _not_text(path: Path, options: Mapping, exc: UnicodeDecodeError) -> str:
-    """Where the file stops being text in its encoding, and the option that reads it."""
+def not_text_where(path: Path, options: Mapping, exc: UnicodeDecodeError) -> tuple[str, str]:
+    """(encoding, ``line N: bytes b'..'``): where the file stops being text in its
+    encoding."""
     encoding = _encoding(options)
     found = undecodable_line(path, encoding)
     where = (f"line {found[0]}: bytes {found[1]!r}" if found else
              f"bytes {exc.object[exc.start:exc.end]!r}")
+    return encoding, where
+
+
+def _not_text(path: Path, options: Mapping, exc: UnicodeDecodeError) -> str:
+    """Where the file stops being text in its encoding, and the option that reads it."""
+    encoding, where = not_text_where(path, options, exc)
     return (f"{where} are not {encoding} text: set dataset.encoding=latin-1 (or the "
             "encoding the file was written in, e.g. cp1252)")
 

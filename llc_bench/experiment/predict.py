@@ -98,11 +98,9 @@ def _separator_note(path: Path, pre: dict) -> str:
 
 def _not_text(path: Path, options: dict, exc: UnicodeDecodeError) -> DatasetError:
     """Bytes that are not text in the training file's encoding, which the model fixes."""
-    from llc_bench.data.formats import _encoding, undecodable_line
+    from llc_bench.data.formats import not_text_where
 
-    encoding = _encoding(options)
-    found = undecodable_line(path, encoding)
-    where = f"line {found[0]}: bytes {found[1]!r}" if found else "bytes"
+    encoding, where = not_text_where(path, options, exc)
     return DatasetError(f"{path}: {where} are not {encoding} text, the encoding the model "
                         f"reads (its training file's): write the file in {encoding} (e.g. "
                         f"iconv -f latin-1 -t {encoding})")
