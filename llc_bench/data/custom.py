@@ -16,7 +16,8 @@ CUSTOM_FORMATS = ("csv", "svmlight")
 #: the keys of conf/dataset/file.yaml
 OWN_KEYS = ("name", "kind", "task", "train", "test", "test_fraction", "format", "label_column",
             "sep", "header", "zero_based", "n_features", "positive", "unseen_test_labels",
-            "scaling", "sparse", "max_train", "max_test", "stream", "decimal", "encoding")
+            "scaling", "sparse", "max_train", "max_test", "stream", "decimal", "encoding",
+            "drop_columns", "na_values", "missing", "stratify")
 #: options of the built-in datasets that act on own files as they do there
 SHARED_KEYS = ("description", "homepage", "papers", "notes", "labels", "expected",
                "paper_sizes", "validation", "stream")
@@ -82,7 +83,50 @@ def _csv_options(raw: dict) -> dict:
         raise ConfigError(f"dataset.sep={sep!r}: expected a separator: ',' (or comma), "
                           "semicolon, tab, pipe or whitespace")
     return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header"),
-            **_decimal(raw.get("decimal"), sep), **_encoding(raw.get("encoding"))}
+            **_decimal(raw.get("decimal"), sep), **_encoding(raw.get("encoding")),
+            **_missing_values(raw), **_dropped(raw.get("drop_columns"), label)}
+
+
+def _listed(value) -> list | None:
+    """A YAML list, or one value given without brackets, as a list (None: not given)."""
+    if value is None:
+        return None
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _dropped(value, label) -> dict:
+    """``dataset.drop_columns``: columns (0-based indices or header names) that are neither
+    features nor the label, e.g. an id or a text column."""
+    columns = _listed(value)
+    if columns is None:
+        return {}
+    for column in columns:
+        if isinstance(column, bool) or not isinstance(column, int | str) or column == "":
+            raise ConfigError(f"dataset.drop_columns entry {column!r}: expected a column index "
+                              "(0 = first, -1 = last) or a column name")
+        if column == label:
+            raise ConfigError(f"dataset.drop_columns entry {column!r} is dataset.label_column: "
+                              "the label cannot be dropped")
+    return {"drop_columns": columns}
+
+
+MISSING = ("error", "drop_rows")
+
+
+def _missing_values(raw: dict) -> dict:
+    """``dataset.na_values``: more marks of a missing feature value than pandas' own (empty,
+    NA, NaN, null, ...), e.g. '?'; ``dataset.missing``: error (the default: the file and
+    line are named) or drop_rows (rows with a missing feature value are left out, counted
+    in the record and said in a warning)."""
+    marks, missing = _listed(raw.get("na_values")), raw.get("missing")
+    if marks is not None and not all(isinstance(m, str | int | float) and not isinstance(m, bool)
+                                      and str(m) != "" for m in marks):
+        raise ConfigError(f"dataset.na_values={raw.get('na_values')!r}: expected a list of "
+                          "strings, e.g. dataset.na_values=['?','-']")
+    if missing is not None and missing not in MISSING:
+        raise ConfigError(f"dataset.missing={missing!r}: expected {' or '.join(MISSING)}")
+    return {**({"na_values": [str(m) for m in marks]} if marks else {}),
+            **({"missing": missing} if missing == "drop_rows" else {})}
 
 
 DECIMALS = {"comma": ",", ",": ",", "point": ".", "dot": ".", ".": "."}
@@ -162,6 +206,11 @@ def expand_custom(raw: dict) -> dict:
     files = {role: {"path": absolute_path(path)} for role, path in parts.items()}
     split = ({"protocol": "files"} if has_test
              else {"protocol": "fraction", "test_fraction": fraction})
+    if raw.get("stratify") is True and has_test:
+        raise ConfigError("dataset.stratify=true splits one file by dataset.test_fraction; "
+                          "with dataset.test=PATH the test file is the test split")
+    if raw.get("stratify") is not None:  # checked (true or false) by the spec
+        split["stratify"] = raw["stratify"]
     labels = dict(raw.get("labels") or {})
     if raw.get("positive") is not None:
         labels["positive"] = [raw["positive"]]

@@ -175,6 +175,12 @@ def _column_index(index, columns, what: str) -> int:
     return index % n_columns
 
 
+def present(column, names: list[str]) -> bool:
+    """Whether a drop_columns entry names one of a header's ``names`` (an index always
+    counts as present: its range is checked where it is used)."""
+    return not isinstance(column, str) or column in names or re.fullmatch(r"-?\d+", column)
+
+
 def _separator(options: Mapping):
     sep = options.get("sep", ",")
     return SEP_ALIASES.get(sep, sep) if isinstance(sep, str) or sep is None else sep
@@ -332,7 +338,7 @@ def _describe_column(index: int, columns, header: bool) -> str:
 def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: int,
                       header: bool, sep, label) -> str:
     column = feature_columns[exc.position]
-    line = data_line(path, exc.row, skip)
+    line = data_line(path, int(frame.index[exc.row]), skip)  # the file's row (rows dropped)
     where = f"line {line}, {_describe_column(column, frame.columns, header)}"
     value = str(exc.value)
     if sep != "," and decimal_commas([value]):
@@ -342,12 +348,22 @@ def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: i
         return (f"{where}: non-numeric value {value!r}: the first row looks like a header: "
                 "set dataset.header=true")
     other = _other_separator(path, skip, sep) if any(c in value for c in ",;\t| ") else None
+    cells = frame.iloc[:, column].dropna()
+    numbers = pd.to_numeric(cells, errors="coerce").notna().to_numpy()
+    name = str(frame.columns[column]) if header else column
     if other:
         hint = _separator_hint(path, skip, sep, other)
+    elif numbers.mean() >= 0.5:  # a mostly numeric column: the odd value marks a missing one
+        marks = sorted({str(v) for v in cells[~numbers]}, key=str)[:5]
+        hint = (f"; the rest of the column is numbers: if {', '.join(map(repr, marks))} "
+                f"mark{'s' * (len(marks) == 1)} a missing value, set "
+                f"dataset.na_values=[{','.join(map(repr, marks))}] and "
+                "dataset.missing=drop_rows (or fill the values in)")
     elif label is not None:
         hint = (f"; features must be numbers: if this column holds the labels, set "
                 f"dataset.label_column={column} (counted from 0) or its header name; the "
-                f"label is now {_describe_column(label, frame.columns, header)}")
+                f"label is now {_describe_column(label, frame.columns, header)}; to leave "
+                f"the column out, set dataset.drop_columns=[{name}]")
     else:
         hint = ""
     return f"{where}: non-numeric value {value!r} in a feature column{hint}"
@@ -443,8 +459,12 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
             hint = "; check dataset.sep"
         raise FileProblem(f"1 column per line with sep {options.get('sep', ',')!r}, so no "
                           f"feature column{hint}")
+    names = [str(c) for c in frame.columns] if header else None
+    absent = [c for c in options.get("drop_columns") or () if names and not present(c, names)]
     dropped = {_column_index(c, frame.columns, "drop_columns entry")
-               for c in options.get("drop_columns") or ()}
+               for c in options.get("drop_columns") or () if c not in absent}
+    if absent:  # a name another file of the dataset may have (reader.check_dropped)
+        meta["drop_columns_absent"] = absent
     _check_columns(path, frame, dropped, header, data_skip, options)
     label = options.get("label_column", -1) if kind == "xy" else None
     label = None if label is None else _column_index(label, frame.columns, "label_column")
@@ -468,7 +488,7 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
         return Parsed(np.ascontiguousarray(X), meta=meta)
     values = frame.iloc[:, label]
     if values.isna().any():
-        row = int(np.argmax(values.isna().to_numpy()))
+        row = int(values.index[np.argmax(values.isna().to_numpy())])
         raise FileProblem(f"line {data_line(path, row, data_skip)}: missing label "
                           f"({_describe_column(label, frame.columns, header)})")
     given = options.get("label_column", -1)

@@ -164,12 +164,15 @@ def _unseen(spec, parts, names, y_tr_raw, y_te_raw, y_tr, y_te, policy) -> dict[
         raise DatasetError(f"{where}: test {labels} {detail} {verb} not occur in the training "
                            f"split (training labels: {shown}); the classes come from the training "
                            "data: remove those rows, or set dataset.unseen_test_labels="
-                           "count_as_errors to count them as errors")
+                           "count_as_errors to count them as errors"
+                           + ("; or split each label apart: dataset.stratify=true"
+                              if spec.kind == "custom" and spec.split.protocol == "fraction"
+                              and not spec.split.stratify else ""))
     y_te[unseen] = UNSEEN_LABEL
     return found
 
 
-def _split(spec: DatasetSpec, encoded: dict, seed: int):
+def _split(spec: DatasetSpec, encoded: dict, seed: int, names: list | None = None):
     split = spec.split
     if split.protocol == "files":
         if not {"train", "test"} <= set(encoded):
@@ -186,7 +189,7 @@ def _split(spec: DatasetSpec, encoded: dict, seed: int):
         sp.vstack([b[0] for b in blocks], "csr") if sp.issparse(blocks[0][0])
         else np.concatenate([b[0] for b in blocks]))
     y = np.concatenate([b[1] for b in blocks])
-    train, test = split_indices(split, len(y), seed)
+    train, test = split_indices(split, len(y), seed, y, names)
     return X[train], y[train], X[test], y[test]
 
 
@@ -288,7 +291,7 @@ def _load(spec: DatasetSpec, seed: int, home_dir: Path, mirror_list: list[Path],
     names, raw_parts, dropped = _raw_labels(spec, parts)
     loaded = time.perf_counter()
 
-    X_tr, y_tr, X_te, y_te, limits = limit_rows(spec, seed, *_split(spec, raw_parts, seed))
+    X_tr, y_tr, X_te, y_te, limits = limit_rows(spec, seed, *_split(spec, raw_parts, seed, names))
     # the classes and the task come from the training rows only
     _check_label_column(spec, parts, y_tr)
     coder = build_coder(spec.task, spec.labels, {names[c] for c in np.unique(y_tr)})

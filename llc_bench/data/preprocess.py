@@ -94,8 +94,11 @@ def train_count(n_rows: int, test_fraction: Fraction) -> int:
     return math.floor(Fraction(n_rows) * (1 - test_fraction) + Fraction(1, 2))
 
 
-def split_indices(split: SplitSpec, n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Train and test row indices of the single ``all`` part (protocols fraction/count/rows)."""
+def split_indices(split: SplitSpec, n_rows: int, seed: int, y: np.ndarray | None = None,
+                  names: list | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Train and test row indices of the single ``all`` part (protocols fraction/count/rows);
+    ``split.stratify``: each label of ``y`` keeps its share in both (scikit-learn's
+    stratified shuffle split, seeded)."""
     if split.protocol == "rows":
         train, test = split.train_rows, split.test_rows
         if max(train[1], test[1]) > n_rows:
@@ -111,8 +114,29 @@ def split_indices(split: SplitSpec, n_rows: int, seed: int) -> tuple[np.ndarray,
     if n_train < 1 or n_test < 1 or n_train + n_test > n_rows:
         raise ConfigError(f"split {split.describe()} does not fit {n_rows} rows "
                           f"({n_train} train + {n_test} test)")
+    if split.stratify:
+        return _stratified(y, n_train, n_test, seed, names)
     order = np.random.default_rng(seed).permutation(n_rows)
     return np.sort(order[:n_train]), np.sort(order[n_train:n_train + n_test])
+
+
+def _stratified(y, n_train: int, n_test: int, seed: int,
+                names: list | None) -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    labels, counts = np.unique(y, return_counts=True)
+    if counts.min() < 2:
+        label = labels[np.argmin(counts)]
+        raise DatasetError(f"dataset.stratify=true: label {names[label] if names else label!r} has "
+                           "1 row, a stratified split needs 2 of each label: remove the row or "
+                           "leave stratify unset")
+    if min(n_train, n_test) < len(labels):
+        raise DatasetError(f"dataset.stratify=true: {n_train} training and {n_test} test rows "
+                           f"for {len(labels)} labels; a stratified split needs a row of each "
+                           "label on both sides: change dataset.test_fraction")
+    splitter = StratifiedShuffleSplit(1, test_size=n_test, train_size=n_train, random_state=seed)
+    train, test = next(splitter.split(np.zeros((len(y), 1)), y))
+    return np.sort(train), np.sort(test)
 
 
 def subsample(n_rows: int, limit: int | None, seed: int, stream: int) -> np.ndarray | None:

@@ -108,14 +108,16 @@ def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
     return ""
 
 
-def check_values(path: Path, X, meta: dict, where: str = "") -> None:
+def check_values(path: Path, X, meta: dict, where: str = "", missing_hint: str = "") -> None:
     """A DatasetError naming the first NaN/inf value of X, or the first beyond
     ±MAX_ABS_VALUE, and where it is in ``path`` (``meta``: the parser's; ``where``: a
-    prefix such as ``lines 9-16: `` when the rows are a block of the file)."""
+    prefix such as ``lines 9-16: `` when the rows are a block of the file;
+    ``missing_hint``: said after a NaN, a missing value)."""
     bad = _first_bad(X)
     if bad is not None:
+        hint = missing_hint if np.isnan(X[bad[0], bad[1]]) else ""
         raise DatasetError(f"{path}: {where}NaN/inf value at row {bad[0] + 1}, column "
-                           f"{bad[1] + 1}{_in_file(path, meta, *bad)}")
+                           f"{bad[1] + 1}{_in_file(path, meta, *bad)}{hint}")
     huge = _first_huge(X)
     if huge is not None:
         row, column, value = huge
@@ -128,7 +130,9 @@ def check_values(path: Path, X, meta: dict, where: str = "") -> None:
 def check_file(spec: DatasetSpec, path: Path, parsed: Parsed) -> None:
     """NaN/inf, feature count and unknown labels of one parsed (relabelled) file."""
     if parsed.X is not None:
-        check_values(path, parsed.X, parsed.meta)
+        own_csv = spec.kind == "custom" and parsed.meta.get("format") == "csv"
+        check_values(path, parsed.X, parsed.meta, missing_hint=(
+            ": a missing value; set dataset.missing=drop_rows to leave such rows out" * own_csv))
         expected = spec.expected.features
         if parsed.meta.get("raw_indices"):
             pass  # the width depends on the index base, decided for all files together
@@ -223,6 +227,43 @@ def assemble(spec: DatasetSpec, name: str, files: list[tuple[FileEntry, Path, Pa
                 names)
     _check_counts(spec, name, ", ".join(paths), part.n_rows, part.label_counts())
     return part
+
+
+def _check_names(parts: dict[str, Part]) -> None:
+    """Files whose headers name the feature columns must name the first such file's, in its
+    order: columns are matched by position, so another order or other columns would pair a
+    feature with another one's weights (as ``predict`` refuses them)."""
+    named = [p for p in parts.values() if p.feature_names]
+    for part in named[1:]:
+        first, names = named[0].feature_names, part.feature_names
+        if names == first:
+            continue
+        where, other = ", ".join(part.files), ", ".join(named[0].files)
+        missing = [n for n in first if n not in names]
+        extra = [n for n in names if n not in first]
+        if not missing and not extra:
+            raise DatasetError(f"{where}: the feature columns are in another order than in "
+                               f"{other} ({', '.join(first[:6])}{', ...' * (len(first) > 6)}): "
+                               "write them in that order")
+        said = "; ".join(text for text in (
+            missing and f"it lacks {', '.join(map(repr, missing[:5]))}",
+            extra and f"{', '.join(map(repr, extra[:5]))} {'is' if len(extra) == 1 else 'are'} "
+                      f"not in {other}" + (" (the label? set dataset.label_column to its name)"
+                                           if len(extra) == 1 and missing else ""))
+            if text)
+        raise DatasetError(f"{where}: its header names other feature columns than {other}'s: "
+                           f"{said}")
+
+
+def check_dropped(files: list[tuple[FileEntry, Path, Parsed]]) -> None:
+    """A drop_columns name may be missing from some files of a dataset (an id column only
+    the training file has), not from all."""
+    absent = [set(p.meta.get("drop_columns_absent") or ()) for e, _, p in files
+              if e.format == "csv" and e.kind in ("xy", "x")]
+    nowhere = set.intersection(*absent) if absent else set()
+    for column in (c for c in files[0][0].options.get("drop_columns") or () if c in nowhere):
+        raise DatasetError(f"{', '.join(str(path) for _, path, _ in files)}: dataset.drop_"
+                           f"columns entry {column!r} is in none of their headers")
 
 
 def _align_widths(spec: DatasetSpec, parts: dict[str, Part]) -> None:
@@ -340,9 +381,13 @@ def read_source(spec: DatasetSpec, source: Source, located: dict[FileEntry, Loca
                 "zero_based": parsed.meta.get("index_offset") == 0, "decided": "set"}
         if parsed.meta.get("header"):
             record["header"] = parsed.meta["header"]
+        if parsed.meta.get("dropped_rows_missing_values"):  # dataset.missing=drop_rows
+            record["dropped_rows_missing_values"] = parsed.meta["dropped_rows_missing_values"]
     check_size(spec, files)
+    check_dropped(files)
     parts = {name: assemble(spec, name, [f for f in files if f[0].part == name])
              for name in source.parts}
+    _check_names(parts)
     _align_widths(spec, parts)
     if "all" not in parts:  # "all" = every row of the source, e.g. train + test files
         totals: dict[str, int] = {}

@@ -36,11 +36,13 @@ TOP_KEYS = {
 }
 # custom data (dataset=file, llc_bench.data.custom): its keys are turned into the above
 CUSTOM_ONLY_KEYS = {"train", "test", "test_fraction", "format", "label_column", "sep", "header",
-                    "n_features", "positive", "zero_based", "decimal", "encoding"}
+                    "n_features", "positive", "zero_based", "decimal", "encoding",
+                    "drop_columns", "na_values", "missing", "stratify"}
 # the keys of the nested mappings
 LABEL_KEYS = ("positive", "negative", "order", "drop", "names")
 EXPECTED_KEYS = ("features", "classes", "rows", "label_counts")
-SPLIT_KEYS = ("protocol", "test_fraction", "train_size", "test_size", "train_rows", "test_rows")
+SPLIT_KEYS = ("protocol", "test_fraction", "train_size", "test_size", "train_rows", "test_rows",
+              "stratify")
 
 
 def canonical_label(value) -> str:
@@ -185,11 +187,14 @@ class SplitSpec:
     test_size: int | None = None
     train_rows: tuple[int, int] | None = None
     test_rows: tuple[int, int] | None = None
+    stratify: bool = False  # fraction/count: each label's share kept in both splits
 
     def describe(self) -> dict:
         out = {"protocol": self.protocol}
         if self.test_fraction is not None:
             out["test_fraction"] = str(self.test_fraction)
+        if self.stratify:
+            out["stratify"] = True
         for key in ("train_size", "test_size", "train_rows", "test_rows"):
             value = getattr(self, key)
             if value is not None:
@@ -330,7 +335,11 @@ def _split(raw: Mapping | None, name: str) -> SplitSpec:
         _int_or_none(raw.get("test_size"), f"dataset {name!r} split.test_size", 1),
         _rows(raw.get("train_rows"), f"dataset {name!r} split.train_rows"),
         _rows(raw.get("test_rows"), f"dataset {name!r} split.test_rows"),
+        _flag(raw, "stratify", False, name),
     )
+    if split.stratify and protocol not in ("fraction", "count"):
+        raise ConfigError(f"dataset {name!r}: split.stratify applies to a split by fraction "
+                          f"or count, not to protocol {protocol!r}")
     needs = {"fraction": split.test_fraction, "count": split.train_size}
     if protocol in needs and needs[protocol] is None:
         key = "test_fraction" if protocol == "fraction" else "train_size"

@@ -62,8 +62,15 @@ def _kind(path: Path, pre: dict) -> str:
         raise DatasetError(f"{path}: the file is empty")
     n, names = pre["n_features"], pre.get("feature_names")
     if names and pre["options"].get("header") is not False:
+        from llc_bench.data.formats import _column_index, present
+
+        try:  # dataset.drop_columns: neither features nor the label (if the file has them)
+            dropped = {fields[_column_index(c, fields, "drop_columns entry")]
+                       for c in pre["options"].get("drop_columns") or () if present(c, fields)}
+        except ValueError as exc:
+            raise DatasetError(f"{path}: {exc}") from None
         missing = [c for c in names if c not in fields]
-        extra = [c for c in fields if c not in names]
+        extra = [c for c in fields if c not in names and c not in dropped]
         if missing:
             raise DatasetError(f"{path}: missing the column(s) {', '.join(missing[:5])} the "
                                f"model was trained on{_separator_note(path, pre)}")
@@ -109,7 +116,7 @@ def _not_text(path: Path, options: dict, exc: UnicodeDecodeError) -> DatasetErro
 def _block_options(path: Path, pre: dict, kind: str) -> dict:
     """The CSV options for a block of data lines: no header, no skipped lines, the label
     and dropped columns by position (a header names them only in the file's first lines)."""
-    from llc_bench.data.formats import _column_index
+    from llc_bench.data.formats import _column_index, present
 
     options = dict(pre["options"])
     columns = _columns(path, options) if _has_header(pre) else None
@@ -122,10 +129,12 @@ def _block_options(path: Path, pre: dict, kind: str) -> dict:
             options["label_column"] = _column_index(options.get("label_column", -1), columns,
                                                     "label_column")
         options["drop_columns"] = [_column_index(c, columns, "drop_columns entry")
-                                   for c in options.get("drop_columns") or ()]
+                                   for c in options.get("drop_columns") or ()
+                                   if present(c, [str(n) for n in columns])]
     except ValueError as exc:
         raise DatasetError(f"{path}: {exc}") from None
     options.update(header=False, skip_rows=0)
+    options.pop("missing", None)  # one output row per input row: a missing value is an error
     return options
 
 

@@ -323,8 +323,12 @@ def data_line(name: str, data: Mapping, timings: Mapping) -> str:
     """The ``data`` line of a run: split sizes, features, classes, read and preprocessing
     times (``data`` as a record's ``data``)."""
     test_name = "validation" if data.get("validation") else "test"
+    dropped = sum(f.get("dropped_rows_missing_values", 0) for f in data.get("files") or ())
+    left_out = (f" ({dropped} row{'s' * (dropped != 1)} with a missing value left out)"
+                if dropped else "")
     return (f"data    {name}: {data.get('n_train')} train / {data.get('n_test')} {test_name} "
-            f"rows, {data.get('n_features')} features, {len(data.get('classes') or [])} classes "
+            f"rows{left_out}, {data.get('n_features')} features, "
+            f"{len(data.get('classes') or [])} classes "
             f"(read {_seconds(timings.get('load'))}, "
             f"preprocess {_seconds(timings.get('preprocess'))})")
 
