@@ -380,6 +380,11 @@ def tune_command(argv: list[str]) -> None:
                         "(default: results-scratch)")
     args = parser.parse_intermixed_args(argv)
     check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
+    if args.dataset == "file" and args.out is None:
+        raise ConfigError(f"dataset=file stands for every own file: conf/tuned/{args.model}_"
+                          "file.yaml would apply to all of them; a run on own files selects "
+                          "its settings itself (tune=auto, the default), or write this "
+                          "selection elsewhere with --out FILE and give its values as overrides")
     if args.from_sweep:
         if args.overrides or args.preset_keys:
             raise ConfigError("--from-sweep writes the study's best trial as it is: no "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -262,3 +263,25 @@ def test_the_own_file_options_are_refused_on_a_built_in_dataset(tmp_path, capsys
                          "+dataset.missing=drop_rows", f"results_dir={tmp_path / 'store'}",
                          "data.download=false")
     one_error(code, err, "dataset.missing is an option of own files")
+
+
+def test_tune_on_own_files_writes_no_preset_every_own_file_would_take(tmp_path, capsys,
+                                                                      files):
+    """conf/tuned/llsvm_file.yaml was written, and then applied to every later own file."""
+    from importlib.resources import files as package_files
+
+    preset = package_files("llc_bench.conf") / "tuned" / "llsvm_file.yaml"
+    try:
+        code, out, err = llc(capsys, "tune", "llsvm", "file", f"dataset.train={files['test']}",
+                             "dataset.test_fraction=0.3", "tune.trials=2")
+        one_error(code, err, "dataset=file stands for every own file", "--out")
+        assert not preset.is_file()
+        out_file = tmp_path / "mine.yaml"
+        code, out, err = llc(capsys, "tune", "llsvm", "file", f"dataset.train={files['test']}",
+                             "dataset.test_fraction=0.3", "tune.trials=2", "--out",
+                             str(out_file))
+        assert code == 0, err
+        assert out_file.is_file() and not preset.is_file()
+    finally:
+        if preset.is_file():
+            Path(str(preset)).unlink()
