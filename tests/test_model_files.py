@@ -182,6 +182,8 @@ def test_bad_data_files_are_one_line_errors(kept, capsys):
     assert "'huge' the model never saw" in _error(capsys, "predict", model, str(unseen))
     headless = _csv(tmp_path / "headless.csv", X_te[:, :2], truth, header=False)
     assert "missing the column(s)" in _error(capsys, "predict", model, str(headless))
+    assert "a directory: give a data file" in _error(capsys, "predict", model, str(tmp_path))
+    assert "no such data file" in _error(capsys, "predict", model, str(tmp_path / "no.csv"))
 
 
 def test_save_model_does_not_change_the_cache_key_and_refits_when_the_file_is_missing(

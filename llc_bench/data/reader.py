@@ -235,7 +235,8 @@ def _check_names(parts: dict[str, Part]) -> None:
     feature with another one's weights (as ``predict`` refuses them)."""
     named = [p for p in parts.values() if p.feature_names]
     for part in named[1:]:
-        first, names = named[0].feature_names, part.feature_names
+        first = [str(n).strip() for n in named[0].feature_names]
+        names = [str(n).strip() for n in part.feature_names]
         if names == first:
             continue
         where, other = ", ".join(part.files), ", ".join(named[0].files)

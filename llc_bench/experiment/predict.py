@@ -220,7 +220,9 @@ def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
 
     path = Path(path)
     if not path.is_file():
-        raise DatasetError(f"{path}: no such data file")
+        raise DatasetError(f"{path}: " + ("a directory: give a data file" if path.is_dir() else
+                                          "not a regular file" if path.exists() else
+                                          "no such data file"))
     kind = _kind(path, pre)
     options = _block_options(path, pre, kind) if pre["format"] == "csv" else pre["options"]
     skip = _skipped(pre["options"]) + (pre["format"] == "csv" and _has_header(pre))
