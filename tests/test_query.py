@@ -191,3 +191,31 @@ def test_costs_are_estimated_from_the_store_s_records(tmp_path):
         store.save(record)
     costs = CostModel(tmp_path / "results")
     assert costs.seconds("kernel", "banana", rows=500) == pytest.approx(1.0 + 40.0 / 4)
+
+
+def test_selection_s_keys_show_as_one_column_not_its_whole_space(tmp_path, capsys):
+    """A run with tune=auto records the selection's settings and its space, one without
+    records none: the difference is one column (tune.trials, null without selection), and a
+    setting that differs between selecting runs is shown, the space (conf/search) never."""
+    store = ResultsStore(tmp_path / "results")
+    store.check_writable()
+    space = {"trainer.lambda_": {"kind": "float", "low": 1e-7, "high": 0.1, "log": True},
+             "coding.k": {"kind": "choice", "values": [2, 4, 8]}}
+    records = [_record("banana", "llsvm", 0, 0.90), _record("banana", "llsvm", 1, 0.91),
+               _record("banana", "llsvm", 2, 0.92)]
+    for record, tune in zip(records, (None, {"trials": 30, "budget_s": 60, "space": space},
+                                      {"trials": 30, "budget_s": 60, "space": space}),
+                            strict=True):
+        record["config"]["tune"] = tune
+        record["config_hash"] = config_hash(record["config"])
+        store.save(record)
+    main(["results", "--results-dir", str(store.root)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[-1] == "tune.trials" and "tune.space" not in lines[-1]
+    assert lines[-1].endswith("differ among them: tune.trials (--columns A,B shows others)")
+    records[2]["config"]["tune"]["budget_s"] = 120
+    records[2]["config_hash"] = config_hash(records[2]["config"])
+    store.save(records[2])
+    main(["results", "--results-dir", str(store.root)])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.endswith("differ among them: tune.budget_s (--columns A,B shows others)")

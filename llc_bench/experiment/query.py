@@ -183,11 +183,26 @@ def varying_columns(frame) -> list[str]:
     """The config columns whose values differ among the rows of ``frame``: the keys that
     tell its records apart (not the dataset and model names, shown anyway, nor the keys
     that do not enter the cache key, such as results_dir)."""
-    return [column for column in frame.columns
-            if column not in RECORD_COLUMNS and not column.startswith(TIMINGS)
-            and column not in ("dataset.name", "model.name")
-            and column.split(".", 1)[0] not in NON_SEMANTIC_KEYS
-            and frame[column].map(_same).nunique(dropna=False) > 1]
+    columns = [column for column in frame.columns
+               if column not in RECORD_COLUMNS and not column.startswith(TIMINGS)
+               and column not in ("dataset.name", "model.name")
+               and column.split(".", 1)[0] not in NON_SEMANTIC_KEYS
+               and frame[column].map(_same).nunique(dropna=False) > 1]
+    return [c for c in columns if not c.startswith("tune.")] + _tune_columns(frame, columns)
+
+
+def _tune_columns(frame, columns: list[str]) -> list[str]:
+    """Of the varying ``tune.*`` keys (a run without selection has none of them), those that
+    differ among the runs with selection, not its space (from conf/search); else one key,
+    ``tune.trials``, null for the runs without, to tell the two kinds apart."""
+    tune = [c for c in columns if c.startswith("tune.")]
+    if not tune:
+        return []
+    on = frame[tune].map(_same).notna().any(axis=1)
+    differ = [c for c in tune if not c.startswith("tune.space.")
+              and frame.loc[on, c].map(_same).nunique(dropna=False) > 1]
+    return differ or ([next((c for c in tune if c == "tune.trials"), tune[0])]
+                      if on.any() and not on.all() else [])
 
 
 def _exportable(frame):
