@@ -285,3 +285,29 @@ def test_tune_on_own_files_writes_no_preset_every_own_file_would_take(tmp_path, 
     finally:
         if preset.is_file():
             Path(str(preset)).unlink()
+
+
+def test_a_large_kernel_cv_is_said_before_it_is_paid(tmp_path, capsys, files, monkeypatch):
+    """`run dataset=mnist model=kernel` started 125 LIBSVM fits on 48,000 rows without a
+    word; the note now comes after the data line, before the CV."""
+    from llc_bench.experiment import costs
+
+    trainer = {"name": "libsvm", "C": None, "gamma": None, "cv_folds": 5,
+               "C_grid": [0.1, 1, 10, 100, 1000], "gamma_factors": [0.1, 0.3, 1, 3, 10]}
+    note = costs.kernel_cv_note(trainer, 60_000)
+    assert "125 LIBSVM fits on 48,000 rows each, then one on 60,000" in note
+    assert "trainer.cv_max_rows" in note
+    assert costs.kernel_cv_note({**trainer, "cv_max_rows": 5000}, 60_000) is None
+    assert costs.kernel_cv_note({**trainer, "C": 1.0, "gamma": 0.1}, 60_000) is None
+    assert "5 LIBSVM fits" in costs.kernel_cv_note({**trainer, "gamma": 0.1, "C_grid": [1]},
+                                                   60_000)
+    assert costs.kernel_cv_note(trainer, 12_000) is None          # 9,600 rows a fit
+    assert costs.kernel_cv_note({**trainer, "name": "liblinear"}, 60_000) is None
+    monkeypatch.setattr(costs, "KERNEL_CV_ROWS", 30)
+    code, out, err = llc(capsys, "run", "dataset=file", f"dataset.train={files['test']}",
+                         "dataset.test_fraction=0.3", "model=kernel", "trainer.C_grid=[1.0,10.0]",
+                         "trainer.gamma_factors=[1.0]", "trainer.cv_folds=2",
+                         f"results_dir={tmp_path / 'store'}", "progress=off")
+    assert code == 0, err
+    assert "llc-bench: note: the kernel SVM chooses C and gamma by 2-fold CV over 2 settings: " \
+           "4 LIBSVM fits on 35 rows each, then one on 70" in err

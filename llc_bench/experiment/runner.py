@@ -15,6 +15,7 @@ import datetime as dt
 import importlib
 import math
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from llc_bench import progress
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
 from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
+from llc_bench.experiment.costs import kernel_cv_note
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -410,6 +412,9 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
             "n_features": int(ds.n_features), "classes": list(ds.classes), "task": ds.task,
             **{k: v for k, v in ds.info.items() if k != "timings"}}
     echo(data_line(config["dataset"]["name"], data, ds.info.get("timings", {})))
+    costly = kernel_cv_note(config.get("trainer") or {}, data["n_train"])
+    if costly:  # said before it is paid
+        print(f"llc-bench: note: {costly}", file=sys.stderr, flush=True)
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
     jit: dict = {}
     progress.phase("compile", "numba kernels (cached after the first run)")
