@@ -79,7 +79,11 @@ def error_line(err: BaseException) -> str:
         cause = cause.__cause__
     text = " ".join(str(err).split())
     if isinstance(err, OverrideParseException):
-        return f"cannot parse the override {err.override!r}: {text}"
+        key, equals, value = str(err.override or "").partition("=")
+        quote = (f"; quote a value holding '=', ',' or letters beyond ASCII (a file "
+                 f"name, say): \"{key}='{value}'\"" if equals and value
+                 and value[0] not in "'\"[{(" and "'" not in value else "")
+        return f"cannot parse the override {err.override!r}: {text}{quote}"
     if isinstance(err, HydraException | OmegaConfBaseException):
         if isinstance(err.__cause__, OmegaConfBaseException):  # Hydra's "could not override"
             text += f" ({str(err.__cause__).splitlines()[0]})"

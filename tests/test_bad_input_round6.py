@@ -311,3 +311,16 @@ def test_a_large_kernel_cv_is_said_before_it_is_paid(tmp_path, capsys, files, mo
     assert code == 0, err
     assert "llc-bench: note: the kernel SVM chooses C and gamma by 2-fold CV over 2 settings: " \
            "4 LIBSVM fits on 35 rows each, then one on 70" in err
+
+
+@pytest.mark.parametrize("name", ["données.csv", "x=y.csv"])
+def test_a_file_name_hydra_cannot_parse_unquoted_gets_the_quoted_form(tmp_path, capsys, files,
+                                                                      name):
+    own = tmp_path / name
+    own.write_text(files["test"].read_text())
+    line = one_error(*llc(capsys, "run", "dataset=file", f"dataset.train={own}",
+                          "dataset.test_fraction=0.3", "model=linear",
+                          f"results_dir={tmp_path / 'store'}")[::2], "cannot parse")
+    assert line.endswith(f"\"dataset.train='{own}'\"")
+    code, out, err = run(tmp_path, capsys, f"'{own}'", "dataset.test_fraction=0.3")
+    assert code == 0, err
