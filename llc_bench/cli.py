@@ -262,8 +262,12 @@ def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
                                 config["dataset"].get("max_train")))
     costs = CostModel(config["results_dir"],
                       fallbacks=[Path(__file__).resolve().parents[1] / "results"])
-    cost = describe(*costs.total(pending)) if pending else "nothing"
-    return f"sweep: {len(combos)} runs, {stored} in the store, {cost} to run"
+    known, unknown = costs.total(pending)
+    runs = f"sweep: {len(combos)} run{'s' * (len(combos) != 1)}, {stored} in the store"
+    if pending and unknown == len(pending):
+        return (f"{runs}, no estimate of the time to run the rest (no stored run of these "
+                "models on this dataset)")
+    return f"{runs}, {describe(known, unknown) if pending else 'nothing'} to run"
 
 
 def _failed_jobs() -> list[Path]:

@@ -108,8 +108,14 @@ def test_a_sweep_says_what_it_will_cost_before_it_starts(tmp_path, capsys):
     line = sweep_estimate(["-m", "model=linear,llsvm", "seed=0,1", *where])
     assert line.startswith("sweep: 4 runs, 1 in the store, ~") and line.endswith(" to run")
     code, out, _ = llc(capsys, "run", "-m", "model=linear", "seed=0", *where)
-    assert code == 0 and "llc-bench: sweep: 1 runs, 1 in the store, nothing to run" in out
+    assert code == 0 and "llc-bench: sweep: 1 run, 1 in the store, nothing to run" in out
     assert sweep_estimate(["-m", "model=llsvm", "+search=llsvm", *where]) is None
+    own = tmp_path / "own.csv"   # no store holds a run on own files: no "~0 s"
+    own.write_text("a,b,y\n" + "".join(f"{i % 7},{i % 3},{i % 2}\n" for i in range(40)))
+    line = sweep_estimate(["-m", "dataset=file", f"dataset.train={own}",
+                           "dataset.test_fraction=0.3", "model=linear,llsvm", *where])
+    assert line == ("sweep: 2 runs, 0 in the store, no estimate of the time to run the rest "
+                    "(no stored run of these models on this dataset)")
 
 
 def test_runs_launched_by_tables_do_not_estimate_their_sweep_again(tmp_path, capsys,
