@@ -324,3 +324,23 @@ def test_a_file_name_hydra_cannot_parse_unquoted_gets_the_quoted_form(tmp_path, 
     assert line.endswith(f"\"dataset.train='{own}'\"")
     code, out, err = run(tmp_path, capsys, f"'{own}'", "dataset.test_fraction=0.3")
     assert code == 0, err
+
+
+def test_predict_on_a_file_without_the_column_dropped_by_index(tmp_path, capsys, files):
+    """drop_columns=[0] dropped the training file's id; a file to predict without the id
+    column keeps its first feature (it was dropped, then the model missed a feature)."""
+    code, out, err = run(tmp_path, capsys, files["train"], "dataset.test_fraction=0.25",
+                         "dataset.drop_columns=[0]", "dataset.na_values=['?']",
+                         "dataset.missing=drop_rows", "save_model=true")
+    assert code == 0, err
+    model = str(next((tmp_path / "store" / "models").glob("*.llcm")))
+    X_te, y_te = files["rows"]
+    with_id = write(tmp_path / "with_id.csv", ["id", "a", "b", "c", "y"],
+                    [[i, *(f"{v:.5f}" for v in x), t]
+                     for i, (x, t) in enumerate(zip(X_te, y_te, strict=True))])
+    outputs = []
+    for data in (with_id, files["test"]):       # files["test"]: a, b, c, y
+        code, out, err = llc(capsys, "predict", model, str(data))
+        assert code == 0, err
+        outputs.append(out)
+    assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 1 + len(y_te)

@@ -62,13 +62,7 @@ def _kind(path: Path, pre: dict) -> str:
         raise DatasetError(f"{path}: the file is empty")
     n, names = pre["n_features"], pre.get("feature_names")
     if names and pre["options"].get("header") is not False:
-        from llc_bench.data.formats import _column_index, present
-
-        try:  # dataset.drop_columns: neither features nor the label (if the file has them)
-            dropped = {fields[_column_index(c, fields, "drop_columns entry")]
-                       for c in pre["options"].get("drop_columns") or () if present(c, fields)}
-        except ValueError as exc:
-            raise DatasetError(f"{path}: {exc}") from None
+        dropped = {fields[i] for i in _dropped(path, fields, pre)}
         missing = [c for c in names if c not in fields]
         extra = [c for c in fields if c not in names and c not in dropped]
         if missing:
@@ -87,6 +81,22 @@ def _kind(path: Path, pre: dict) -> str:
                            f"(expected {n}, or {n + 1} with the label column)"
                            f"{_separator_note(path, pre)}")
     return "xy" if len(fields) == n + 1 else "x"
+
+
+def _dropped(path: Path, columns: list, pre: dict) -> list[int]:
+    """The positions of ``dataset.drop_columns`` among a file's ``columns`` (header names,
+    or positions): a name the file lacks is skipped, and so is an index that falls on one of
+    the model's features (the training file had a column there that this one lacks)."""
+    from llc_bench.data.formats import _column_index, present
+
+    features = set(pre.get("feature_names") or ())
+    names = [str(c) for c in columns]
+    try:
+        positions = [_column_index(c, columns, "drop_columns entry")
+                     for c in pre["options"].get("drop_columns") or () if present(c, names)]
+    except ValueError as exc:
+        raise DatasetError(f"{path}: {exc}") from None
+    return [i for i in positions if names[i] not in features]
 
 
 def _separator_note(path: Path, pre: dict) -> str:
@@ -116,7 +126,7 @@ def _not_text(path: Path, options: dict, exc: UnicodeDecodeError) -> DatasetErro
 def _block_options(path: Path, pre: dict, kind: str) -> dict:
     """The CSV options for a block of data lines: no header, no skipped lines, the label
     and dropped columns by position (a header names them only in the file's first lines)."""
-    from llc_bench.data.formats import _column_index, present
+    from llc_bench.data.formats import _column_index
 
     options = dict(pre["options"])
     columns = _columns(path, options) if _has_header(pre) else None
@@ -128,11 +138,9 @@ def _block_options(path: Path, pre: dict, kind: str) -> dict:
         else:
             options["label_column"] = _column_index(options.get("label_column", -1), columns,
                                                     "label_column")
-        options["drop_columns"] = [_column_index(c, columns, "drop_columns entry")
-                                   for c in options.get("drop_columns") or ()
-                                   if present(c, [str(n) for n in columns])]
     except ValueError as exc:
         raise DatasetError(f"{path}: {exc}") from None
+    options["drop_columns"] = _dropped(path, columns, pre)
     options.update(header=False, skip_rows=0)
     options.pop("missing", None)  # one output row per input row: a missing value is an error
     return options
