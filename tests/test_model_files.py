@@ -166,6 +166,11 @@ def test_bad_model_files_are_one_line_errors(kept, capsys):
                                                             str(test))
     assert "no such model file" in _error(capsys, "predict", str(tmp_path / "nope.llcm"),
                                           str(test))
+    record_file = next((tmp_path / "store" / "runs").glob("*.json"))  # the record, not it
+    for command in (["predict", str(record_file), str(test)],
+                    ["export", str(record_file), "--onnx", str(tmp_path / "m.onnx")]):
+        line = _error(capsys, *command)
+        assert "a run record, not a model file" in line and "save_model=true" in line
     with pytest.raises(ConfigError):
         load_model(text)
 

@@ -84,13 +84,30 @@ def save_model(estimator, path, *, preprocess: dict | None, config_hash: str | N
     return path
 
 
+def _is_run_record(path: Path) -> bool:
+    """Whether ``path`` is a run record (JSON with a config hash), a likely mistake for the
+    model file beside it."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(1) != b"{":
+                return False
+        return "config_hash" in json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
 def load_model(path) -> tuple[object, dict]:
     """The fitted estimator of a model file and its metadata."""
     import skops.io as sio
 
     path = Path(path)
+    keep = ("a run keeps its model with save_model=true, in <results_dir>/models/"
+            "<config hash>.llcm")
     if not path.is_file():
-        raise ConfigError(f"{path}: no such model file")
+        raise ConfigError(f"{path}: no such model file ({keep})")
+    if _is_run_record(path):
+        raise ConfigError(f"{path}: a run record, not a model file: {keep} (the same command "
+                          "with save_model=true fits it again: the option is not in the key)")
     try:
         with zipfile.ZipFile(path) as archive:
             names = set(archive.namelist())
