@@ -209,3 +209,39 @@ def test_vs_param_log_axis_ticks_every_value_and_labels_those_with_room(tmp_path
     shown = [t for t in ax.get_xticklabels() if t.get_text()]
     assert all(_boxes_apart(fig, a, b) for a, b in zip(shown, shown[1:], strict=False))
     assert _boxes_apart(fig, fig._suptitle, ax.title)
+
+
+def test_pareto_on_own_files_runs_them_into_the_scratch_store(tmp_path, monkeypatch):
+    """`figures --figure pareto --dataset file dataset.train=... dataset.test=...`: the runs
+    read the user's files (their sha256 in the key, so a redraw finds them), go to
+    results-scratch (not the committed results/), and the figure is named after the file."""
+    import numpy as np
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
+    lines = ["u,v,sign"] + [f"{a:.4f},{b:.4f},{t}" for (a, b), t in zip(X, y, strict=True)]
+    (tmp_path / "mine.csv").write_text("\n".join(lines[:201]) + "\n")
+    (tmp_path / "mine_test.csv").write_text("\n".join([lines[0], *lines[201:]]) + "\n")
+    args = ["--profile", "quick", "--figure", "pareto", "--launcher", "basic", "--dataset",
+            "file", "dataset.train=mine.csv", "dataset.test=mine_test.csv"]
+    echoed: list[str] = []
+    out = figures_command(args, echo=echoed.append)
+    png = tmp_path / "results-scratch" / "figures-quick" / "pareto_file-mine.png"
+    assert out["pareto"] == str(png.relative_to(tmp_path)) and png.stat().st_size > 1000, echoed
+    records = [r for _, r, _ in ResultsStore(tmp_path / "results-scratch").records() if r]
+    assert sorted((r["model"], (r["config"].get("tune") or {}).get("budget_s"))
+                  for r in records) == [("linear", None), ("llsvm", 1), ("llsvm", 3)]
+    assert all(r["config"]["dataset"]["train"] == str(tmp_path / "mine.csv") for r in records)
+
+    def no_subprocess(*a, **k):
+        raise AssertionError(f"a run was launched: {a}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)       # a redraw: all cached
+    assert figures_command(args, echo=echoed.append)["pareto"] == out["pareto"]
+    for bad, words in ((args[:-2], "--dataset file needs your files"),
+                       ([*args[:6], "xor", *args[7:]], "describe own files, for --dataset file"),
+                       ([*args, "train=x.csv"], "expected dataset.KEY=VALUE")):
+        with pytest.raises(ConfigError, match=words):
+            figures_command(bad, echo=echoed.append)

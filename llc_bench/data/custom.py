@@ -21,7 +21,7 @@ OWN_KEYS = ("name", "kind", "task", "train", "test", "test_fraction", "format", 
 #: options of the built-in datasets that act on own files as they do there
 SHARED_KEYS = ("description", "homepage", "papers", "notes", "labels", "expected",
                "paper_sizes", "validation", "stream")
-#: set by the runner: the sha256 of the files (``_pin_custom_files``, ``pin_identity``)
+#: set by the runner: the sha256 of the files (``pin_custom_files``, ``pin_identity``)
 PINNED_KEYS = ("sha256", "source_sha256")
 #: options of the built-in datasets that do not apply to own files, and what to use instead
 REFUSED_KEYS = {

@@ -276,7 +276,7 @@ def discard_run_dir(output_dir, results_dir) -> None:
             break
 
 
-def _pin_custom_files(dataset: dict) -> None:
+def pin_custom_files(dataset: dict) -> None:
     """A user's own files enter the config (and so the cache key) by content, not only by
     path: an edited file must not hit the cache of the old one."""
     if dataset.get("kind") != "custom":
@@ -337,7 +337,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
         raise ConfigError(f"save_model={_show(config['save_model'])}: expected true or false")
     prepare_config(config, fixed)
     estimator = build_estimator(config)  # a one-point search space may have set a value
-    _pin_custom_files(config["dataset"])
+    pin_custom_files(config["dataset"])
     _check_streaming(config["dataset"], estimator)
     pin_identity(config["dataset"], config.get("data") or {})  # out-of-core data: sha256
     key = config_hash(config)

@@ -287,16 +287,51 @@ def figures_command(argv: list[str], echo=print) -> dict:
                         "(repeatable; e.g. --figure pareto --dataset usps); the file is then "
                         "<figure>_<datasets>.png")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
+    parser.add_argument("own", nargs="*", default=[], metavar="dataset.KEY=VALUE",
+                        help="with --dataset file: your own files, as for llc-bench run "
+                        "(dataset.train=PATH dataset.test=PATH or dataset.test_fraction=F, "
+                        "...); the runs then go to results-scratch unless --results-dir")
     _common(parser, out="figures")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.list:
         for name, spec in list_figures().items():
             echo(f"{name:<14} {spec.get('title', '')}")
         return {}
+    own = _own_files(args, argv)
     profile = load_profile(args.profile)
     out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.figures_out
     _check_output_dirs(args.results_dir, out_dir, bool(args.out))
     return build_figures(args.figure or list(list_figures()), profile, out_dir,
                          executor=_executor(args, echo), results_dir=args.results_dir,
                          mirrors=args.mirror, run=not args.no_run, echo=echo,
-                         datasets=args.dataset)
+                         datasets=args.dataset, own=own)
+
+
+def _own_files(args, argv: list[str]) -> dict:
+    """``figures --dataset file dataset.train=PATH ...``: the dataset=file overrides (paths
+    made absolute: the runs start elsewhere); such runs go to the scratch store unless
+    --results-dir says otherwise (the committed results/ holds the papers' runs)."""
+    from llc_bench.data.custom import absolute_path
+
+    if not args.own:
+        if "file" in args.dataset:
+            raise ConfigError("--dataset file needs your files: llc-bench figures --figure "
+                              "pareto --dataset file dataset.train=PATH dataset.test=PATH (or "
+                              "dataset.test_fraction=F)")
+        return {}
+    if "file" not in args.dataset:
+        raise ConfigError(f"{args.own[0]}: dataset.KEY=VALUE arguments describe own files, "
+                          "for --dataset file")
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    own = {}
+    for item in args.own:
+        key, equals, _ = item.partition("=")
+        if not key.startswith("dataset.") or not equals:
+            raise ConfigError(f"{item!r}: expected dataset.KEY=VALUE (the options of "
+                              "dataset=file, e.g. dataset.train=PATH)")
+        value = OverridesParser.create().parse_overrides([item])[0].value()  # as run reads it
+        own[key] = absolute_path(value) if key in ("dataset.train", "dataset.test") else value
+    if not any(a == "--results-dir" or a.startswith("--results-dir=") for a in argv):
+        args.results_dir = "results-scratch"
+    return own

@@ -156,6 +156,8 @@ class FigureBuilder:
     def _offline_reason(self, dataset: str) -> str:
         from llc_bench.tables.plan import _status_of_dataset
 
+        if dataset == "file":  # own files: the runs read them (and name a problem with them)
+            return ""
         return _status_of_dataset(dataset, None, self.mirrors, self._offline)
 
     def _datasets(self, spec: dict, skipped: list) -> list[str]:
@@ -325,7 +327,7 @@ class FigureBuilder:
                 ax.plot([peer[d]["train_seconds"]], [peer[d]["accuracy"]], "k*", ms=11,
                         label=peer[d].get("label", "released C++ LL-SVM"))
             ax.set_xscale("log")
-            ax.set_title(d)
+            ax.set_title((spec.get("titles") or {}).get(d, d))
             ax.set_xlabel("total fit time, selection included (s)")
             ax.set_ylabel("test accuracy (%)")
             ax.grid(alpha=0.3, which="both")
@@ -405,9 +407,11 @@ def _peer_points(path) -> dict:
 
 
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
-                  run=True, echo=print, datasets=()) -> dict:
+                  run=True, echo=print, datasets=(), own=None) -> dict:
     """Draw the figures ``names``; ``datasets`` (dataset configs) replace each figure's own
-    datasets, and the file is then ``<figure>_<datasets>``: the committed figure stays."""
+    datasets, and the file is then ``<figure>_<datasets>``: the committed figure stays.
+    ``own``: the ``dataset.*`` overrides of ``dataset=file`` (its files), whose part of the
+    file name is ``file-<training file's stem>``."""
     from llc_bench.tables.plan import Composer, Planner
 
     figures = list_figures()
@@ -429,6 +433,11 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
             spec = _effective(figures[name], profile)
             if datasets:
                 spec["datasets"] = list(datasets)
+            if own:
+                by_dataset = dict(spec.get("dataset_overrides") or {})
+                spec["dataset_overrides"] = {**by_dataset,
+                                             "file": {**(by_dataset.get("file") or {}), **own}}
+                spec["titles"] = {"file": f"file {Path(str(own.get('dataset.train'))).name}"}
             kind = spec.get("kind")
             echo(f"[{name}] {spec.get('title', '')}")
             skipped: list[str] = []
@@ -447,7 +456,9 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 continue
             fig.suptitle(spec.get("title", name) + ("" if profile.name == "full" else
                                                    f"  [{profile.name} profile]"), fontsize=10)
-            path = _save(fig, Path(out_dir), "_".join([name, *datasets]))
+            stem = Path(str((own or {}).get("dataset.train", ""))).stem
+            path = _save(fig, Path(out_dir), "_".join(
+                [name, *(f"file-{stem}" if d == "file" and stem else d for d in datasets)]))
             out[name] = str(path)
             echo(f"  wrote {path} (+ .pdf)")
     return out

@@ -162,11 +162,13 @@ class Composer:
         from omegaconf import OmegaConf
 
         cfg = compose("run", overrides=override_list(overrides))
-        from llc_bench.experiment.runner import prepare_config
+        from llc_bench.experiment.runner import pin_custom_files, prepare_config
 
         config = OmegaConf.to_container(cfg, resolve=True)
         config.pop("hydra", None)
-        return prepare_config(config)
+        config = prepare_config(config)
+        pin_custom_files(config["dataset"])  # own files (figures --dataset file): the run's key
+        return config
 
 
 def _status_of_dataset(name: str, home, mirrors, cache: dict) -> str:
