@@ -219,3 +219,24 @@ def test_selection_s_keys_show_as_one_column_not_its_whole_space(tmp_path, capsy
     main(["results", "--results-dir", str(store.root)])
     last = capsys.readouterr().out.splitlines()[-1]
     assert last.endswith("differ among them: tune.budget_s (--columns A,B shows others)")
+
+
+def test_summary_has_one_row_per_setting_with_its_seeds_mean_and_spread(tmp_path, capsys):
+    store = ResultsStore(tmp_path / "results")
+    store.check_writable()
+    runs = [("llsvm", 0, 0.90, {"lambda_": 1e-5}), ("llsvm", 1, 0.92, {"lambda_": 1e-5}),
+            ("llsvm", 2, 0.94, {"lambda_": 1e-5}), ("llsvm", 0, 0.80, {"lambda_": 1e-4}),
+            ("linear", 0, 0.55, {"C": 1.0}), ("linear", 1, 0.57, {"C": 1.0})]
+    for model, seed, acc, trainer in runs:
+        record = _record("banana", model, seed, acc, **trainer)
+        record["timings"].update(train_total=1.0 + seed, tune=2.0)
+        store.save(record)
+    main(["results", "--results-dir", str(store.root), "--summary"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["dataset", "model", "trainer.lambda_", "seeds", "test_accuracy",
+                                "fit_seconds"]           # trainer.C: one value per model
+    rows = [line.split() for line in lines[1:-1]]
+    assert rows == [["banana", "linear", "null", "0,1", "56.00%", "±", "1.41", "3.5"],
+                    ["banana", "llsvm", "0.0001", "0", "80.00%", "3"],
+                    ["banana", "llsvm", "1e-05", "0,1,2", "92.00%", "±", "2.00", "4"]]
+    assert lines[-1] == f"3 setting(s), 6 record(s) in {store.root}"

@@ -299,6 +299,9 @@ def results_command(argv: list[str], echo=print) -> None:
     parser.add_argument("--columns", default="", metavar="A,B",
                         help="the config columns to show, e.g. trainer.lambda_,coding.n_anchors "
                         "(default: those whose values differ among the records shown)")
+    parser.add_argument("--summary", action="store_true",
+                        help="one row per setting: its runs over seeds, test accuracy mean "
+                        "and standard deviation, fit time (selection included) mean")
     parser.add_argument("--csv", metavar="PATH", help="write every column of the selection "
                         "(the whole config, metrics and the timings of every phase)")
     parser.add_argument("--parquet", metavar="PATH",
@@ -324,10 +327,40 @@ def results_command(argv: list[str], echo=print) -> None:
         return
     varying = not extra
     extra = extra or varying_columns(frame)
+    if args.summary:
+        table = summary(frame, extra)
+        echo(table.to_string(index=False))
+        echo(f"{len(table)} setting(s), {len(frame)} record(s) in {args.results_dir}")
+        return
     echo(_shown(frame, extra).to_string(index=False))
     echo(f"{len(frame)} record(s) in {args.results_dir}"
          + (f"; the config keys that differ among them: {', '.join(extra)} (--columns A,B "
             "shows others)" if varying and extra else ""))
+
+
+def summary(frame, keys: list[str]):
+    """One row per (dataset, model, ``keys``): the seeds run, test accuracy mean and sample
+    standard deviation over them, and the mean fit time with selection and CV (what a user
+    waits for: ``costs.fit_seconds``)."""
+    import pandas as pd
+
+    keys = [k for k in keys if k in frame.columns and not k.startswith("dataset.sha256.")
+            and frame.groupby(["dataset", "model"])[k].agg(  # differs within a model's runs
+                lambda cells: cells.map(_same).nunique(dropna=False)).max() > 1]
+    by = ["dataset", "model", *keys]
+    work = frame.assign(
+        _fit=sum(frame[c].fillna(0.0) if c in frame else 0.0
+                 for c in ("timings.train_total", "timings.tune")),
+        **{k: frame[k].map(_config_text) for k in keys})
+    rows = []
+    for values, group in work.groupby(by, dropna=False, sort=True):
+        accuracy = group["test_accuracy"].astype(float) * 100
+        spread = f" ± {accuracy.std(ddof=1):.2f}" if len(group) > 1 else ""
+        rows.append({**dict(zip(by, values, strict=True)),
+                     "seeds": ",".join(str(s) for s in sorted(group["seed"])),
+                     "test_accuracy": f"{accuracy.mean():.2f}%{spread}",
+                     "fit_seconds": f"{group['_fit'].mean():.3g}"})
+    return pd.DataFrame(rows)
 
 
 def _seconds(value) -> str:
