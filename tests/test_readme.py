@@ -66,7 +66,7 @@ CHEAP = ("llc-bench run --cfg job", "llc-bench run --help", "llc-bench models ll
 AFTER_MAKE_RUN = (
     "llc-bench results --dataset banana --model llsvm --columns trainer.lambda_,trainer.t0",
     'llc-bench results --where trainer.lambda_=1e-5 --where "test_accuracy>0.95"',
-    "llc-bench results --model sapl --csv sapl.csv")
+    "llc-bench results --model sapl --csv sapl.csv", "llc-bench results --summary")
 #: cheap with the dataset mirror: one LIBLINEAR fit at a fixed C
 WITH_MIRROR = ("llc-bench run dataset=magic04 model=linear trainer.C=1.0",)
 #: the others, by how they begin, and why no test runs them here
@@ -122,6 +122,8 @@ def test_the_results_examples_run_on_the_store_make_run_fills(capsys, tmp_path, 
             assert (tmp_path / "sapl.csv").is_file()  # no sapl records: the header alone
         elif "--where" in command:  # banana stays below 95 %
             assert out.strip().startswith("no records match all of the filters"), out
+        elif "--summary" in command:  # linear and llsvm on banana, seed 0 each
+            assert out.splitlines()[-1].startswith("2 setting(s), 2 record(s)"), out
         else:
             assert "banana" in out and "llsvm" in out, (command, out)
 
