@@ -320,7 +320,8 @@ def test_an_empty_feature_column_with_a_header_is_named(tmp_path, capsys):
     path.write_text("\n".join([lines[0]] + [",".join(["", *row.split(",")[1:]])
                                             for row in lines[1:]]) + "\n")
     data_error(tmp_path, capsys, path, words=("hole.csv", "column 1 'a' of 4",
-                                              "empty on every line"))
+                                              "no value on any line",
+                                              "dataset.drop_columns=[a]"))
 
 
 def test_a_header_naming_two_columns_alike_is_named(tmp_path, capsys):

@@ -344,3 +344,16 @@ def test_predict_on_a_file_without_the_column_dropped_by_index(tmp_path, capsys,
         assert code == 0, err
         outputs.append(out)
     assert outputs[0] == outputs[1] and len(outputs[0].splitlines()) == 1 + len(y_te)
+
+
+def test_a_column_of_missing_marks_only_names_drop_columns(tmp_path, capsys):
+    """Every field '?': not "trailing separators", the column to leave out."""
+    path = tmp_path / "all_marks.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i},?,{'xy'[i % 2]}\n" for i in range(20)))
+    line = one_error(*run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
+                          "dataset.na_values=['?']")[::2],
+                     "column 2 'b' of 3 has no value on any line", "dataset.drop_columns=[b]")
+    assert "trailing" not in line
+    code, out, err = run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
+                         "dataset.na_values=['?']", "dataset.drop_columns=[b]")
+    assert code == 0, err

@@ -401,6 +401,13 @@ def _check_columns(path: Path, frame: pd.DataFrame, dropped: set, header: bool, 
         names = _header_names(path, data_skip, _separator(options), options)
         names = names if len(names) == frame.shape[1] else None
     empty = [c for c in range(frame.shape[1]) if c not in dropped and frame.iloc[:, c].isna().all()]
+    named = [names[c] for c in empty if names and names[c]]
+    if named:  # a named column without a value (all empty, NA or a dataset.na_values mark)
+        raise FileProblem(f"{_numbered(empty, names)} of {frame.shape[1]} "
+                          f"{'has' if len(empty) == 1 else 'have'} no value on any line "
+                          "(every field empty or a missing-value mark): leave "
+                          f"{'it' if len(empty) == 1 else 'them'} out with "
+                          f"dataset.drop_columns=[{','.join(named)}]")
     if empty:
         raise FileProblem(f"{_numbered(empty, names)} of {frame.shape[1]} "
                           f"{'is' if len(empty) == 1 else 'are'} empty on every line (trailing "
