@@ -190,7 +190,7 @@ def test_predict_leaves_the_dropped_column_out_and_refuses_a_missing_value(tmp_p
     rows[4][2] = "?"  # one output row per input row: not left out, an error naming the line
     write(new, ["id", "a", "b", "c", "y"], rows)
     one_error(*llc(capsys, "predict", str(model), str(new), "--out",
-                   str(tmp_path / "p.csv"))[::2], "line 6")
+                   str(tmp_path / "p.csv"))[::2], "line 6", "a missing value")
     assert not (tmp_path / "p.csv").exists()
 
 

@@ -213,7 +213,8 @@ def _checked(path: Path, parsed, n: int):
 
     if parsed.X.shape[1] != n:
         raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
-    check_values(path, parsed.X, parsed.meta)
+    check_values(path, parsed.X, parsed.meta, missing_hint=": a missing value (a row is "
+                 "predicted from all its features: fill it in or leave the row out)")
     labels = None
     if parsed.label_codes is not None:
         labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
