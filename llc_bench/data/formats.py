@@ -178,7 +178,8 @@ def _column_index(index, columns, what: str) -> int:
 def present(column, names: list[str]) -> bool:
     """Whether a drop_columns entry names one of a header's ``names`` (an index always
     counts as present: its range is checked where it is used)."""
-    return not isinstance(column, str) or column in names or re.fullmatch(r"-?\d+", column)
+    return (not isinstance(column, str) or column in names
+            or re.fullmatch(r"-?\d+", column) is not None)
 
 
 def _separator(options: Mapping):
