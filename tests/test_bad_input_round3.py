@@ -218,7 +218,8 @@ def test_stream_on_own_svmlight_files_is_honoured(tmp_path, capsys):
 @pytest.mark.parametrize("overrides, words", [
     (["+dataset.max_trian=50"], ["dataset.max_trian", "did you mean dataset.max_train?"]),
     (["+dataset.tset=x.csv"], ["dataset.tset", "did you mean dataset.test?"]),
-    (["+dataset.categorical=onehot"], ["dataset.categorical", "not an option of dataset=file"]),
+    (["+dataset.categorial=onehot"], ["dataset.categorial", "not an option of dataset=file",
+                                       "did you mean dataset.categorical?"]),
     (["+dataset.labels={postive:[1]}"], ["dataset.labels.postive", "dataset.labels.positive"]),
 ])
 def test_unknown_own_file_key_is_refused(tmp_path, capsys, csv_file, overrides, words):

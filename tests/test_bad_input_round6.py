@@ -357,3 +357,43 @@ def test_a_column_of_missing_marks_only_names_drop_columns(tmp_path, capsys):
     code, out, err = run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
                          "dataset.na_values=['?']", "dataset.drop_columns=[b]")
     assert code == 0, err
+
+
+def _colours(path, n, seed, colours):
+    """a, colour, b, y: the label is the sign of a, flipped where the colour is red."""
+    rng = np.random.default_rng(seed)
+    X, colour = rng.normal(size=(n, 2)), rng.choice(colours, size=n)
+    y = np.where((X[:, 0] > 0) ^ (colour == "red"), "p", "q")
+    return write(path, ["a", "colour", "b", "y"],
+                 [[f"{x[0]:.4f}", c, f"{x[1]:.4f}", t]
+                  for x, c, t in zip(X, colour, y, strict=True)])
+
+
+def test_a_text_column_one_hot_takes_the_training_file_s_categories(tmp_path, capsys):
+    """dataset.categorical=onehot: blue, green, red from the training file become three
+    indicator columns in every file; 'violet', only in the test file, is all zeros there
+    and in predict, which reproduces the run's test accuracy."""
+    train = _colours(tmp_path / "train.csv", 300, 0, ["red", "green", "blue"])
+    test = _colours(tmp_path / "test.csv", 100, 1, ["red", "green", "blue", "violet"])
+    one_error(*run(tmp_path, capsys, train, f"dataset.test={test}")[::2],
+              "'colour'", "dataset.categorical=onehot")
+    code, out, err = run(tmp_path, capsys, train, f"dataset.test={test}",
+                         "dataset.categorical=onehot", "save_model=true")
+    assert code == 0, err
+    record, = records(tmp_path)
+    assert record["data"]["n_features"] == 5     # a, colour=blue/green/red, b
+    assert record["data"]["files"][0]["categories"] == {"colour": ["blue", "green", "red"]}
+    assert record["metrics"]["test_accuracy"] > 0.7
+    model = str(next((tmp_path / "store" / "models").glob("*.llcm")))
+    code, out, err = llc(capsys, "predict", model, str(test))
+    assert code == 0, err
+    assert f"accuracy {100 * record['metrics']['test_accuracy']:.2f}% on 100 rows" in err
+    import pandas as pd
+
+    from llc_bench.data.formats import _one_hot
+
+    block = _one_hot(pd.DataFrame({"c": ["red", "violet", "blue"]}), ["blue", "green", "red"],
+                     unknown="zeros")
+    assert block.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
+    one_error(*run(tmp_path, capsys, train, f"dataset.test={test}",
+                   "dataset.categorical=yes")[::2], "dataset.categorical='yes'", "onehot")

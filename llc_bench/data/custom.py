@@ -17,7 +17,7 @@ CUSTOM_FORMATS = ("csv", "svmlight")
 OWN_KEYS = ("name", "kind", "task", "train", "test", "test_fraction", "format", "label_column",
             "sep", "header", "zero_based", "n_features", "positive", "unseen_test_labels",
             "scaling", "sparse", "max_train", "max_test", "stream", "decimal", "encoding",
-            "drop_columns", "na_values", "missing", "stratify")
+            "drop_columns", "na_values", "missing", "stratify", "categorical")
 #: options of the built-in datasets that act on own files as they do there
 SHARED_KEYS = ("description", "homepage", "papers", "notes", "labels", "expected",
                "paper_sizes", "validation", "stream")
@@ -84,7 +84,19 @@ def _csv_options(raw: dict) -> dict:
                           "semicolon, tab, pipe or whitespace")
     return {"label_column": label, "sep": sep, "header": _auto_or_bool(raw, "header"),
             **_decimal(raw.get("decimal"), sep), **_encoding(raw.get("encoding")),
-            **_missing_values(raw), **_dropped(raw.get("drop_columns"), label)}
+            **_missing_values(raw), **_dropped(raw.get("drop_columns"), label),
+            **_categorical(raw.get("categorical"))}
+
+
+def _categorical(value) -> dict:
+    """``dataset.categorical=onehot``: a column of text values becomes one indicator column
+    per value of the training file (a value only another file has: all zeros)."""
+    if value is None or value == "error":
+        return {}
+    if value != "onehot":
+        raise ConfigError(f"dataset.categorical={value!r}: expected onehot (or null: a text "
+                          "value in a feature column is an error)")
+    return {"categorical": "onehot"}
 
 
 def _listed(value) -> list | None:

@@ -249,8 +249,10 @@ def looks_like_header(frame: pd.DataFrame) -> bool:
     return numeric_below or not recurring
 
 
-def _one_hot(frame: pd.DataFrame, categories) -> np.ndarray:
-    """Indicator columns, one block per column, in the order of ``categories``."""
+def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndarray:
+    """Indicator columns, one block per column, in the order of ``categories``; a value not
+    among them is an error, or (``unknown="zeros"``: categories learned from other rows)
+    a row of zeros."""
     wanted = [canonical_label(c) for c in categories]
     blocks = []
     for position, column in enumerate(frame.columns):
@@ -258,13 +260,15 @@ def _one_hot(frame: pd.DataFrame, categories) -> np.ndarray:
         lookup = np.array([wanted.index(canonical_label(u)) if canonical_label(u) in wanted
                            else -1 for u in uniques] + [-1], dtype=np.int64)
         index = lookup[codes]
+        if unknown == "zeros":
+            index = np.where((index < 0) & (codes >= 0), len(wanted), index)  # a spare column
         if (index < 0).any():
             row = int(np.argmax(index < 0))
             raise ValueError(f"value {frame[column].iloc[row]!r} in row {row + 1}, feature "
                              f"column {position + 1} is not one of the categories {wanted}")
-        block = np.zeros((len(frame), len(wanted)), dtype=np.float64)
+        block = np.zeros((len(frame), len(wanted) + 1), dtype=np.float64)
         block[np.arange(len(frame)), index] = 1.0
-        blocks.append(block)
+        blocks.append(block[:, :-1])  # the spare column (an unknown value) is dropped
     return np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
 
 
@@ -275,12 +279,21 @@ class _BadCell(ValueError):
         self.row, self.position, self.value = row, position, value
 
 
-def _numeric(frame: pd.DataFrame, categorical: str) -> tuple[np.ndarray, bool]:
+def _numeric(frame: pd.DataFrame, categorical: str,
+             vocabulary: Mapping | None = None) -> tuple[np.ndarray, bool, dict]:
     """Numeric feature matrix; string columns are one-hot encoded (``categorical: onehot``)
-    or rejected. Second item: whether X's columns are the frame's columns one to one."""
-    blocks, expanded = [], False
+    or rejected. Second item: whether X's columns are the frame's columns one to one; third:
+    the categories of each one-hot column, by column name (or position as text).
+    ``vocabulary``: those of the training file, which a column named there keeps (a value
+    it lacks is a row of zeros), so that every file of a dataset has the same columns."""
+    blocks, expanded, learned = [], False, {}
     for position, column in enumerate(frame.columns):
         series = frame[column]
+        if categorical == "onehot" and str(column) in (vocabulary or {}):
+            categories = vocabulary[str(column)]
+            blocks.append(_one_hot(series.to_frame(), categories, unknown="zeros"))
+            expanded, learned[str(column)] = True, list(categories)
+            continue
         if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
             blocks.append(series.to_numpy(dtype=np.float64)[:, None])
             continue
@@ -291,12 +304,12 @@ def _numeric(frame: pd.DataFrame, categorical: str) -> tuple[np.ndarray, bool]:
         elif categorical == "onehot":
             categories = sorted({canonical_label(v) for v in series.dropna().unique()})
             blocks.append(_one_hot(series.to_frame(), categories))
-            expanded = True
+            expanded, learned[str(column)] = True, categories
         else:
             row = int(np.argmax(bad.to_numpy()))
             raise _BadCell(row, position, series.iloc[row])
     X = np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
-    return X, not expanded
+    return X, not expanded, learned
 
 
 def _first_data_text(path: Path, skip: int) -> str | None:
@@ -364,7 +377,8 @@ def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: i
         hint = (f"; features must be numbers: if this column holds the labels, set "
                 f"dataset.label_column={column} (counted from 0) or its header name; the "
                 f"label is now {_describe_column(label, frame.columns, header)}; to leave "
-                f"the column out, set dataset.drop_columns=[{name}]")
+                f"the column out, set dataset.drop_columns=[{name}]; to encode its values, "
+                "dataset.categorical=onehot")
     else:
         hint = ""
     return f"{where}: non-numeric value {value!r} in a feature column{hint}"
@@ -484,11 +498,14 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
         meta["dropped_rows_missing_values"] = int((~keep).sum())
     categories = options.get("one_hot_categories")
     try:
-        X, one_to_one = ((_one_hot(features, categories), False) if categories
-                         else _numeric(features, options.get("categorical", "error")))
+        X, one_to_one, learned = ((_one_hot(features, categories), False, {}) if categories
+                                  else _numeric(features, options.get("categorical", "error"),
+                                                options.get("one_hot_columns")))
     except _BadCell as exc:
         raise FileProblem(_bad_cell_message(exc, path, frame, feature_columns, data_skip,
                                             header, sep, label)) from exc
+    if learned:
+        meta["categories"] = learned
     meta.update(data_skip=data_skip,
                 columns=[c + 1 for c in feature_columns] if one_to_one else None,
                 names=[str(frame.columns[c]) for c in feature_columns] if header else None)

@@ -400,6 +400,8 @@ def _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder) -> 
     for record in provenance.get("files") or ():
         if isinstance(record.get("zero_based"), dict):  # the index base decided at load
             options["zero_based"] = bool(record["zero_based"].get("zero_based"))
+        if record.get("categories"):  # categorical=onehot: the training file's categories
+            options["one_hot_columns"] = record["categories"]
     names = next((p.feature_names for p in parts.values()
                   if getattr(p, "feature_names", None)), None)
     return {"format": source.files[0].format, "options": options,

@@ -9,7 +9,7 @@ row counts and label counts. Every problem is a one-line ``DatasetError`` naming
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -369,12 +369,20 @@ def read_source(spec: DatasetSpec, source: Source, located: dict[FileEntry, Loca
     """All parts of a resolved source and the provenance record of each file (``pending``:
     see :func:`read_file`)."""
     files, records = [], []
-    for name in source.parts:
+    vocabulary: dict = {}  # categorical=onehot: the training file's categories, for all files
+    for name in sorted(source.parts, key=lambda part: part != "train"):
         for entry in (e for e in source.files if e.part == name):
             where = located[entry]
-            parsed, status = read_file(spec, source, entry, where.path, home, pending)
+            read = entry
+            if vocabulary and entry.options.get("categorical") == "onehot":
+                read = replace(entry, options={**entry.options,
+                                                           "one_hot_columns": vocabulary})
+            parsed, status = read_file(spec, source, read, where.path, home, pending)
             files.append((entry, where.path, parsed))
             records.append({**where.describe(), "cache": status})
+            if name == "train" and parsed.meta.get("categories"):
+                vocabulary = dict(parsed.meta["categories"])
+                records[-1]["categories"] = vocabulary
     decision = decide_index_base(spec, files)
     for (entry, _, parsed), record in zip(files, records, strict=True):
         if entry.format == "svmlight" and "zero_based" in entry.options:

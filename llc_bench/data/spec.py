@@ -37,7 +37,7 @@ TOP_KEYS = {
 # custom data (dataset=file, llc_bench.data.custom): its keys are turned into the above
 CUSTOM_ONLY_KEYS = {"train", "test", "test_fraction", "format", "label_column", "sep", "header",
                     "n_features", "positive", "zero_based", "decimal", "encoding",
-                    "drop_columns", "na_values", "missing", "stratify"}
+                    "drop_columns", "na_values", "missing", "stratify", "categorical"}
 # the keys of the nested mappings
 LABEL_KEYS = ("positive", "negative", "order", "drop", "names")
 EXPECTED_KEYS = ("features", "classes", "rows", "label_counts")

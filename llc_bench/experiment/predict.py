@@ -141,6 +141,11 @@ def _block_options(path: Path, pre: dict, kind: str) -> dict:
     except ValueError as exc:
         raise DatasetError(f"{path}: {exc}") from None
     options["drop_columns"] = _dropped(path, columns, pre)
+    vocabulary = options.get("one_hot_columns")
+    if vocabulary and _has_header(pre):  # categorical=onehot: by the position of each name
+        names = [str(c) for c in columns]
+        options["one_hot_columns"] = {str(names.index(k)): v for k, v in vocabulary.items()
+                                      if k in names}
     options.update(header=False, skip_rows=0)
     options.pop("missing", None)  # one output row per input row: a missing value is an error
     return options
