@@ -397,3 +397,28 @@ def test_a_text_column_one_hot_takes_the_training_file_s_categories(tmp_path, ca
     assert block.tolist() == [[0, 0, 1], [0, 0, 0], [1, 0, 0]]
     one_error(*run(tmp_path, capsys, train, f"dataset.test={test}",
                    "dataset.categorical=yes")[::2], "dataset.categorical='yes'", "onehot")
+
+
+@pytest.mark.parametrize("fmt, option, words", [
+    ("svmlight", "dataset.sep=semicolon", "dataset.sep=semicolon applies to csv files"),
+    ("svmlight", "dataset.drop_columns=[1]", "dataset.drop_columns=[1] applies to csv files"),
+    ("svmlight", "dataset.label_column=0", "dataset.label_column=0 applies to csv files"),
+    ("svmlight", "dataset.categorical=onehot", "applies to csv files"),
+    ("csv", "dataset.zero_based=true", "dataset.zero_based=true applies to svmlight files"),
+])
+def test_an_option_of_the_other_format_is_refused_not_ignored(tmp_path, capsys, fmt, option,
+                                                              words):
+    """dataset.sep=semicolon on an svmlight file (and the like) was silently ignored."""
+    X, y = _rows(60, 0)
+    path = tmp_path / f"own.{fmt}"
+    if fmt == "svmlight":
+        path.write_text("".join(f"{int(t == 'yes')} 1:{x[0]:.4f} 2:{x[1]:.4f}\n"
+                                for x, t in zip(X, y, strict=True)))
+    else:
+        write(path, ["a", "b", "y"], [[f"{x[0]:.4f}", f"{x[1]:.4f}", t]
+                                      for x, t in zip(X, y, strict=True)])
+    one_error(*run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
+                   f"dataset.format={fmt}", option)[::2], words)
+    code, out, err = run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
+                         f"dataset.format={fmt}")
+    assert code == 0, err

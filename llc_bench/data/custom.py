@@ -199,6 +199,27 @@ def _check_stream(raw: dict, fmt: str, has_test: bool) -> None:
         raise ConfigError(f"dataset.stream=true on own files needs {'; '.join(missing)}")
 
 
+#: the options of one format only, and their values that mean "not set"
+CSV_ONLY = {"label_column": (-1,), "sep": (",", "comma"), "header": ("auto", None),
+            "decimal": (None,), "encoding": (None,), "drop_columns": (None,),
+            "na_values": (None,), "missing": (None, "error"), "categorical": (None, "error")}
+SVMLIGHT_ONLY = {"zero_based": (None, "auto")}
+
+
+def _check_format_keys(raw: dict, fmt: str) -> None:
+    """An option of the other format is refused, not silently ignored."""
+    other = CSV_ONLY if fmt == "svmlight" else SVMLIGHT_ONLY
+    for key, unset in other.items():
+        value = raw.get(key, unset[0])
+        if not any(value == u and type(value) is type(u) for u in unset):
+            reads = ("'label index:value' lines" if fmt == "svmlight"
+                     else "delimited text (dataset.format=svmlight for 'label index:value')")
+            shown = str(value).lower() if isinstance(value, bool) else value
+            raise ConfigError(f"dataset.{key}={shown} applies to "
+                              f"{'csv' if fmt == 'svmlight' else 'svmlight'} files; "
+                              f"dataset.format={fmt} reads {reads}")
+
+
 def expand_custom(raw: dict) -> dict:
     """The ``dataset=file`` flat keys as a regular spec mapping."""
     check_keys(raw)
@@ -212,6 +233,7 @@ def expand_custom(raw: dict) -> dict:
     if fmt not in CUSTOM_FORMATS:
         raise ConfigError(f"dataset.format={fmt!r} is not one of {', '.join(CUSTOM_FORMATS)}")
     csv, zero_based = _csv_options(raw), _auto_or_bool(raw, "zero_based")  # both checked
+    _check_format_keys(raw, fmt)
     _check_stream(raw, fmt, has_test)
     options = csv if fmt == "csv" else {"zero_based": zero_based}
     parts = {"train": raw["train"], **({"test": raw["test"]} if has_test else {})}
