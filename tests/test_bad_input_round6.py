@@ -422,3 +422,42 @@ def test_an_option_of_the_other_format_is_refused_not_ignored(tmp_path, capsys, 
     code, out, err = run(tmp_path, capsys, path, "dataset.test_fraction=0.3",
                          f"dataset.format={fmt}")
     assert code == 0, err
+
+
+def test_a_file_written_by_pandas_to_csv_names_its_index_column(tmp_path, capsys, files):
+    """DataFrame.to_csv() writes an unnamed index column (',a,b,c,y' then '0,...'): the
+    header was not found and the message suggested the name 'a' marked a missing value."""
+    import pandas as pd
+
+    frame = pd.read_csv(files["test"])
+    frame.to_csv(tmp_path / "pd_train.csv")           # the index, unnamed, first
+    frame.iloc[:40].to_csv(tmp_path / "pd_test.csv")
+    line = one_error(*run(tmp_path, capsys, tmp_path / "pd_train.csv",
+                          f"dataset.test={tmp_path / 'pd_test.csv'}")[::2],
+                     "column 1 has no name and holds the row numbers 0, 1, 2",
+                     "dataset.drop_columns=[0]")
+    assert "missing value" not in line
+    code, out, err = run(tmp_path, capsys, tmp_path / "pd_train.csv",
+                         f"dataset.test={tmp_path / 'pd_test.csv'}", "dataset.drop_columns=[0]",
+                         "save_model=true")
+    assert code == 0, err
+    record, = records(tmp_path)
+    assert record["data"]["n_features"] == 3 and record["data"]["files"][0]["header"] == "detected"
+    model = str(next((tmp_path / "store" / "models").glob("*.llcm")))
+    frame.iloc[:40].to_csv(tmp_path / "plain.csv", index=False)  # the same rows, no index
+    for data in ("pd_test.csv", "plain.csv"):
+        code, out, err = llc(capsys, "predict", model, str(tmp_path / data))
+        assert code == 0, err
+        assert f"accuracy {100 * record['metrics']['test_accuracy']:.2f}% on 40 rows" in err
+
+
+def test_a_header_with_an_empty_name_inside_suggests_header_true(tmp_path, capsys, files):
+    lines = files["test"].read_text().splitlines()
+    odd = tmp_path / "odd.csv"
+    odd.write_text("\n".join(["a,,c,y", *lines[1:]]) + "\n")
+    line = one_error(*run(tmp_path, capsys, odd, "dataset.test_fraction=0.3")[::2],
+                     "line 1", "'a'", "dataset.header=true")
+    assert "missing value" not in line
+    code, out, err = run(tmp_path, capsys, odd, "dataset.test_fraction=0.3",
+                         "dataset.header=true")
+    assert code == 0, err

@@ -234,19 +234,33 @@ def _is_number(value) -> bool:
 
 
 def looks_like_header(frame: pd.DataFrame) -> bool:
-    """Heuristic header detection: every field of the first row is a non-numeric name, and
-    either some column is numeric below it or no name recurs in its own column."""
-    if len(frame) < 1:
+    """Heuristic header detection: every field of the first row is a non-numeric name (the
+    first may be empty, as pandas' ``to_csv`` writes above its index), and either some
+    column is numeric below it or no name recurs in its own column."""
+    if len(frame) < 1 or frame.shape[1] < 1:
         return False
     first = frame.iloc[0]
-    if first.isna().any() or any(_is_number(v) for v in first):
+    unnamed_index = frame.shape[1] > 1 and pd.isna(first.iloc[0])
+    names = first.iloc[1:] if unnamed_index else first
+    if names.isna().any() or any(_is_number(v) for v in names):
         return False
     rest = frame.iloc[1:]
     numeric_below = any(pd.to_numeric(rest[c].dropna(), errors="coerce").notna().all()
                         and rest[c].notna().any() for c in frame.columns)
+    if unnamed_index:
+        return numeric_below
     recurring = any((rest[c].astype(str).str.strip() == str(v).strip()).any()
                     for c, v in zip(frame.columns, first, strict=True))
     return numeric_below or not recurring
+
+
+def _row_numbers(series: pd.Series) -> bool:
+    """Whether a column holds the row numbers 0, 1, 2, ... (or from 1): an index."""
+    values = pd.to_numeric(series, errors="coerce")
+    if values.isna().any() or len(values) < 2:
+        return False
+    steps = np.diff(values.to_numpy(dtype=np.float64))
+    return bool(np.all(steps == 1.0) and values.iloc[0] in (0, 1))
 
 
 def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndarray:
@@ -367,6 +381,9 @@ def _bad_cell_message(exc: _BadCell, path: Path, frame, feature_columns, skip: i
     name = str(frame.columns[column]) if header else column
     if other:
         hint = _separator_hint(path, skip, sep, other)
+    elif exc.row == 0 and not header and numbers[1:].all() and len(numbers) > 1:
+        hint = "; the rest of the column is numbers: if the first line names the columns, set " \
+               "dataset.header=true"
     elif numbers.mean() >= 0.5:  # a mostly numeric column: the odd value marks a missing one
         marks = sorted({str(v) for v in cells[~numbers]}, key=str)[:5]
         hint = (f"; the rest of the column is numbers: if {', '.join(map(repr, marks))} "
@@ -491,6 +508,13 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
     label = options.get("label_column", -1) if kind == "xy" else None
     label = None if label is None else _column_index(label, frame.columns, "label_column")
     feature_columns = [c for c in range(n_columns) if c != label and c not in dropped]
+    if header and feature_columns and str(frame.columns[feature_columns[0]]).startswith(
+            "Unnamed: ") and _row_numbers(frame.iloc[:, feature_columns[0]]):
+        column = feature_columns[0]
+        raise FileProblem(f"column {column + 1} has no name and holds the row numbers "
+                          f"{', '.join(map(str, frame.iloc[:3, column]))}, ...: an index "
+                          "(pandas' to_csv without index=False?), not a feature: set "
+                          f"dataset.drop_columns=[{column}]")
     features = frame.iloc[:, feature_columns]
     if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
         keep = features.notna().all(axis=1).to_numpy()
