@@ -513,7 +513,7 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
         column = feature_columns[0]
         raise FileProblem(f"column {column + 1} has no name and holds the row numbers "
                           f"{', '.join(map(str, frame.iloc[:3, column]))}, ...: an index "
-                          "(pandas' to_csv without index=False?), not a feature: set "
+                          "(pandas' to_csv or R's write.csv writes one), not a feature: set "
                           f"dataset.drop_columns=[{column}]")
     features = frame.iloc[:, feature_columns]
     if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
