@@ -461,3 +461,17 @@ def test_a_header_with_an_empty_name_inside_suggests_header_true(tmp_path, capsy
     code, out, err = run(tmp_path, capsys, odd, "dataset.test_fraction=0.3",
                          "dataset.header=true")
     assert code == 0, err
+
+
+def test_an_id_column_of_row_numbers_taken_for_a_feature_is_warned_about(tmp_path, capsys,
+                                                                          files):
+    """An 'id' column 0, 1, 2, ... became a feature that dominated every distance."""
+    options = ("dataset.test_fraction=0.3", "dataset.na_values=['?']",
+               "dataset.missing=drop_rows")
+    code, out, err = run(tmp_path, capsys, files["train"], *options)
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if line.startswith("llc-bench: warning:")]
+    assert len(warned) == 1 and "feature column 'id' holds the row numbers" in warned[0] \
+        and "dataset.drop_columns=[id]" in warned[0], err
+    code, out, err = run(tmp_path, capsys, files["train"], *options, "dataset.drop_columns=[id]")
+    assert code == 0 and "row numbers" not in err, err

@@ -516,6 +516,10 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
                           "(pandas' to_csv or R's write.csv writes one), not a feature: set "
                           f"dataset.drop_columns=[{column}]")
     features = frame.iloc[:, feature_columns]
+    counted = [str(frame.columns[c]) if header else str(c) for c in feature_columns
+               if _row_numbers(frame.iloc[:, c])]
+    if counted:  # an id column taken for a feature (reader.read_source warns)
+        meta["row_number_columns"] = counted
     if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
         keep = features.notna().all(axis=1).to_numpy()
         frame, features = frame[keep], features[keep]

@@ -9,6 +9,7 @@ row counts and label counts. Every problem is a one-line ``DatasetError`` naming
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from llc_bench.data.cache import cache_key, cache_path, load_cached, store
 from llc_bench.data.fetch import Located, sha256_of
 from llc_bench.data.formats import Parsed, data_line, parse_file
 from llc_bench.data.spec import DatasetSpec, FileEntry, Source
-from llc_bench.errors import DatasetError
+from llc_bench.errors import DatasetError, LLCBenchWarning
 
 
 @dataclass
@@ -384,12 +385,18 @@ def read_source(spec: DatasetSpec, source: Source, located: dict[FileEntry, Loca
                 vocabulary = dict(parsed.meta["categories"])
                 records[-1]["categories"] = vocabulary
     decision = decide_index_base(spec, files)
-    for (entry, _, parsed), record in zip(files, records, strict=True):
+    for (entry, path, parsed), record in zip(files, records, strict=True):
         if entry.format == "svmlight" and "zero_based" in entry.options:
             record["zero_based"] = decision or {
                 "zero_based": parsed.meta.get("index_offset") == 0, "decided": "set"}
         if parsed.meta.get("header"):
             record["header"] = parsed.meta["header"]
+        if parsed.meta.get("row_number_columns"):
+            counted = parsed.meta["row_number_columns"]
+            warnings.warn(f"{path}: feature column {', '.join(map(repr, counted))} holds the "
+                          "row numbers (0, 1, 2, ... or 1, 2, 3, ...): an id, not a feature? "
+                          f"dataset.drop_columns=[{','.join(counted)}] leaves it out",
+                          LLCBenchWarning, stacklevel=1)
         if parsed.meta.get("dropped_rows_missing_values"):  # dataset.missing=drop_rows
             record["dropped_rows_missing_values"] = parsed.meta["dropped_rows_missing_values"]
     check_size(spec, files)
