@@ -325,7 +325,7 @@ def test_custom_via_hydra_overrides(tmp_path):
     from hydra import compose, initialize_config_module
 
     path = tmp_path / "h.csv"
-    path.write_text("".join(f"{i},{i % 2}\n" for i in range(12)))
+    path.write_text("".join(f"{(7 * i) % 12},{i % 2}\n" for i in range(12)))
     with initialize_config_module("llc_bench.conf", version_base="1.3"):
         cfg = compose(overrides=["+dataset=file", f"dataset.train={path}",
                                  "dataset.test_fraction=0.25"])
