@@ -27,7 +27,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from llc_bench import console
 from llc_bench.arguments import command_parser
-from llc_bench.errors import ConfigError, LLCBenchError
+from llc_bench.errors import ConfigError, LLCBenchError, did_you_mean
 
 DEBUG_ENV = "LLC_BENCH_DEBUG"
 FAILED_JOB_FILE = "error.txt"
@@ -207,8 +207,6 @@ def check_choices(argv: list[str]) -> None:
     any job runs."""
     from importlib.resources import files
 
-    from llc_bench.errors import ConfigError, did_you_mean
-
     conf = files("llc_bench.conf")
     bad = []
     for arg in argv:
@@ -331,8 +329,13 @@ def datasets_command(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     if args.action != "list" and not args.name:
         parser.error(f"`{args.action}` needs a dataset NAME")
+    if args.name == "file":
+        fail("dataset=file is your own files, which this command does not read: `llc-bench "
+             "run dataset=file dataset.train=PATH dataset.test=PATH ...` prints their sizes "
+             "(conf/dataset/file.yaml lists the options)")
     if args.name and args.name not in list_datasets():
-        fail(f"unknown dataset {args.name!r} (see `llc-bench datasets list`)")
+        fail(f"unknown dataset {args.name!r}{did_you_mean(args.name, list_datasets())} (see "
+             "`llc-bench datasets list`)")
     where = {"home": args.home, "mirrors": tuple(args.mirror)}
     if args.action == "list":
         rows = [dataset_status(name, **where) for name in list_datasets()]

@@ -475,3 +475,10 @@ def test_an_id_column_of_row_numbers_taken_for_a_feature_is_warned_about(tmp_pat
         and "dataset.drop_columns=[id]" in warned[0], err
     code, out, err = run(tmp_path, capsys, files["train"], *options, "dataset.drop_columns=[id]")
     assert code == 0 and "row numbers" not in err, err
+
+
+def test_datasets_info_on_file_or_a_typo_says_what_to_do(capsys):
+    one_error(*llc(capsys, "datasets", "info", "file")[::2],
+              "dataset=file is your own files", "llc-bench run dataset=file dataset.train=PATH")
+    one_error(*llc(capsys, "datasets", "info", "ijcn")[::2],
+              "unknown dataset 'ijcn' (did you mean ijcnn?)")
