@@ -256,8 +256,13 @@ def looks_like_header(frame: pd.DataFrame) -> bool:
 
 def _row_numbers(series: pd.Series) -> bool:
     """Whether a column holds the row numbers 0, 1, 2, ... (or from 1): an index."""
+    if len(series) < 2:
+        return False
+    head = pd.to_numeric(series.iloc[:2], errors="coerce")  # most columns stop here
+    if head.isna().any() or head.iloc[0] not in (0, 1) or head.iloc[1] != head.iloc[0] + 1:
+        return False
     values = pd.to_numeric(series, errors="coerce")
-    if values.isna().any() or len(values) < 2:
+    if values.isna().any():
         return False
     steps = np.diff(values.to_numpy(dtype=np.float64))
     return bool(np.all(steps == 1.0) and values.iloc[0] in (0, 1))
