@@ -28,6 +28,9 @@ from omegaconf.errors import OmegaConfBaseException
 from llc_bench import console
 from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, LLCBenchError, did_you_mean
+from llc_bench.experiment.tuning import register_resolvers
+
+register_resolvers()  # the study name and storage of conf/search/_optuna.yaml
 
 DEBUG_ENV = "LLC_BENCH_DEBUG"
 FAILED_JOB_FILE = "error.txt"
@@ -385,7 +388,8 @@ def tune_command(argv: list[str]) -> None:
                         "the paper's fixed settings stay fixed)")
     parser.add_argument("--from-sweep", action="store_true",
                         help="search nothing: write the best trial of the sweep's Optuna study "
-                        "<model>_<dataset>_seed<seed> (--force replaces an existing preset)")
+                        "(the overrides: the sweep's, where several studies of the model on "
+                        "the dataset are stored; --force replaces an existing preset)")
     parser.add_argument("--results-dir", default="results-scratch",
                         help="with --from-sweep: the store holding optuna.db "
                         "(default: results-scratch)")
@@ -397,11 +401,11 @@ def tune_command(argv: list[str]) -> None:
                           "its settings itself (tune=auto, the default), or write this "
                           "selection elsewhere with --out FILE and give its values as overrides")
     if args.from_sweep:
-        if args.overrides or args.preset_keys:
+        if args.preset_keys:
             raise ConfigError("--from-sweep writes the study's best trial as it is: no "
-                              "overrides, no --preset-keys")
+                              "--preset-keys")
         path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
-                           args.force)
+                           args.force, overrides=tuple(args.overrides))
     else:
         path, _ = tune_preset(args.model, args.dataset, seed=args.seed,
                               overrides=tuple(args.overrides), out=args.out, force=args.force,

@@ -23,8 +23,10 @@ def _sweep(results, *extra):
 
 
 def _trials(results):
-    study = optuna.load_study(study_name="llsvm_banana_seed0",
-                              storage=f"sqlite:///{results / 'optuna.db'}")
+    from llc_bench.experiment.tuning import find_study, storage_url
+
+    study = optuna.load_study(study_name=find_study(results, "llsvm", "banana"),
+                              storage=storage_url(results))
     return study, [t for t in study.trials if t.state.name == "COMPLETE"]
 
 

@@ -15,28 +15,154 @@ saying how they were chosen.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
+from collections.abc import Mapping
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, ResultsError
 
 REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
+STUDY_FILE = "optuna.db"
 
 
 def check_sweep(config) -> None:
-    """A ConfigError when a tuning sweeper (Optuna) would score runs on the test set."""
+    """A ConfigError when a tuning sweeper (Optuna) would score runs on the test set; a
+    ResultsError when the study file it would resume is not a readable database."""
     target = str(config.hydra.sweeper.get("_target_", ""))
-    if "optuna" in target.lower() and config.dataset.get("validation") is None:
+    if "optuna" not in target.lower():
+        return
+    if config.dataset.get("validation") is None:
         raise ConfigError("tuning with the Optuna sweeper needs +dataset.validation=F (e.g. "
                           "0.25): trials are scored on held-out training rows, never the test "
                           "set")
+    check_study_file(config.results_dir)
 
 
 def storage_url(results_dir) -> str:
-    return f"sqlite:///{Path(results_dir) / 'optuna.db'}"
+    """The SQLite address of ``<results_dir>/optuna.db``: a SQLite URI whose path is
+    percent-escaped, so a ``?``, ``#``, ``%`` or space in the folder's name stays part of
+    the path (unescaped, ``a?b/optuna.db`` was the database ``a``)."""
+    from urllib.parse import quote
+
+    path = (Path(results_dir) / STUDY_FILE).resolve()
+    return f"sqlite:///file:{quote(str(path))}?uri=true"
 
 
-def study_name(model: str, dataset: str, seed: int = 0) -> str:
+def check_study_file(results_dir) -> None:
+    """A ResultsError naming ``<results_dir>/optuna.db`` when it is there and not a
+    readable SQLite database (a truncated copy, another file by that name)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    path = Path(results_dir) / STUDY_FILE
+    if not path.is_file():
+        return
+    problem = None
+    try:
+        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            rows = db.execute("PRAGMA quick_check").fetchall()
+        if rows != [("ok",)]:
+            problem = "; ".join(str(r[0]) for r in rows[:3])
+    except sqlite3.Error as err:
+        problem = str(err)
+    if problem:
+        raise ResultsError(f"{path}: not a readable Optuna study file (SQLite: {problem}); "
+                           "delete it (its studies are lost; the run records stay) or give "
+                           "another results_dir=DIR")
+
+
+def _digest(value) -> str:
+    import hashlib
+    import json
+
+    text = json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def study_prefix(model: str, dataset: str, seed: int = 0) -> str:
+    """The start of the names of the studies of a model on a dataset config and seed."""
     return f"{model}_{dataset}_seed{seed}"
+
+
+def study_name(config: Mapping, space: Mapping | None) -> str:
+    """``<model>_<dataset>_seed<seed>_<data>_<setting>``: the study of a sweep, named by
+    what its trials run on.  ``data``: the content (sha256) of own files, as the runner
+    pins them (a named dataset: its name); ``setting``: the model, its trainer and coding
+    settings, the dataset's options (a subsample, the held-out fraction) and the searched
+    space.  Sweeps on two different files, or of two settings, never share a study."""
+    dataset = dict(config["dataset"])
+    model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
+    data = _data_part(dataset) or _digest({"name": dataset.get("name"), "sha256": None})
+    setting = _digest({
+        "model": config.get("model"), "trainer": config.get("trainer"),
+        "coding": config.get("coding"), "space": dict(space or {}),
+        "dataset": {k: v for k, v in dataset.items()
+                    if k not in ("train", "test", "sha256", "source_sha256")}})
+    return f"{study_prefix(model, dataset['name'], config.get('seed', 0))}_{data}_{setting}"
+
+
+def _study_name_of_sweep(*, _root_) -> str:
+    """The resolver ``${llc_bench.study_name:}`` of ``conf/search/_optuna.yaml``."""
+    from omegaconf import OmegaConf
+
+    config = {key: OmegaConf.to_container(_root_[key], resolve=True)
+              for key in ("model", "dataset", "trainer", "coding") if key in _root_}
+    config["seed"] = _root_.seed
+    return study_name(config, OmegaConf.to_container(_root_.hydra.sweeper.params))
+
+
+def register_resolvers() -> None:
+    """The resolvers ``conf/search/_optuna.yaml`` names its study and storage by."""
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("llc_bench.study_name"):
+        OmegaConf.register_new_resolver("llc_bench.study_name", _study_name_of_sweep)
+        OmegaConf.register_new_resolver("llc_bench.optuna_storage", storage_url)
+
+
+def resumed_seed(seed: int, done: int) -> int:
+    """The sampler seed of a study resumed after ``done`` trials (``seed`` from scratch)."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, done]).generate_state(1)[0]) if done else seed
+
+
+def resuming_tpe_sampler(seed=None, **kwargs):
+    """The TPE sampler of a sweep (``hydra.sweeper.sampler._target_``): seeded by ``seed``
+    in a new study (the same command, the same trials), by :func:`resumed_seed` of the
+    trials already there in a resumed one (with the first seed, ``N more trials`` proposed
+    the first N settings again: all cache hits)."""
+    return _resuming_class()(seed=seed, **kwargs)
+
+
+@functools.cache
+def _resuming_class():
+    from optuna.samplers import TPESampler
+
+    class ResumingTPESampler(TPESampler):
+        def __init__(self, seed=None, **kwargs):
+            super().__init__(seed=seed, **kwargs)
+            self._given, self._first = (seed, kwargs), None
+
+        def _reseed(self, trial) -> None:
+            if self._first is None:  # this process's first trial: the trials before it
+                self._first = trial.number
+                seed, kwargs = self._given
+                if trial.number and seed is not None:
+                    super().__init__(seed=resumed_seed(int(seed), trial.number), **kwargs)
+
+        def infer_relative_search_space(self, study, trial):
+            self._reseed(trial)
+            return super().infer_relative_search_space(study, trial)
+
+        def sample_independent(self, study, trial, param_name, param_distribution):
+            self._reseed(trial)
+            return super().sample_independent(study, trial, param_name, param_distribution)
+
+    return ResumingTPESampler
 
 
 def _nested(params: dict) -> dict:
@@ -51,75 +177,181 @@ def _nested(params: dict) -> dict:
     return out
 
 
-def best_trial(results_dir, model: str, dataset: str, seed: int = 0):
-    """The study's best trial and the study (a ResultsError if there is none)."""
-    try:
-        import optuna
-    except ImportError:
-        optuna = None
-    if optuna is None:
-        raise ConfigError("tuning needs the Optuna sweeper: pip install 'llc-bench[tune]'")
-    url, name = storage_url(results_dir), study_name(model, dataset, seed)
-    if not (Path(results_dir) / "optuna.db").is_file():
+def _data_part(dataset: Mapping) -> str | None:
+    """The data part of a study name (None while own files are not named)."""
+    dataset = copy.deepcopy(dict(dataset))
+    if dataset.get("kind") == "custom" and "sha256" not in dataset:
+        if any(dataset.get(role) == "???" for role in ("train", "test")):
+            return None
+        from llc_bench.experiment.runner import pin_custom_files
+
+        pin_custom_files(dataset)
+    return _digest({"name": dataset.get("name"), "sha256": dataset.get("sha256")})
+
+
+def sweep_study_name(model: str, dataset: str, seed: int = 0, overrides=()) -> str | None:
+    """The study name of ``llc-bench run -m model=MODEL dataset=DATASET seed=SEED
+    +search=MODEL [overrides]`` (None when the config needs more, e.g. own files)."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
+                                        f"+search={model}", *overrides],
+                      return_hydra_config=True)
+    if _data_part(OmegaConf.to_container(cfg.dataset, resolve=True)) is None:
+        return None
+    return _study_name_of_sweep(_root_=cfg)
+
+
+def find_study(results_dir, model: str, dataset: str, seed: int = 0, overrides=()) -> str:
+    """The name of the study the sweep ``model=MODEL dataset=DATASET seed=SEED +search=MODEL
+    [overrides]`` kept in ``<results_dir>/optuna.db``: that very study, else the one study
+    of the same data there (a ResultsError when there is none or more than one: the best of
+    several would be the best of a mix of data or settings)."""
+    optuna = _optuna()
+    url, db = storage_url(results_dir), Path(results_dir) / STUDY_FILE
+    sweep = (f"llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
+             "+dataset.validation=0.25")
+    if not db.is_file():
         raise ResultsError(f"no Optuna studies in {results_dir} (run the sweep first: "
-                           f"llc-bench run -m model={model} dataset={dataset} +search={model} "
-                           "+dataset.validation=0.25)")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
-        study = optuna.load_study(study_name=name, storage=url)
-    except KeyError:
-        known = optuna.study.get_all_study_summaries(storage=url)
-        raise ResultsError(f"no study {name!r} in {url} (studies: "
-                           f"{', '.join(s.study_name for s in known) or 'none'})") from None
+                           f"{sweep})")
+    check_study_file(results_dir)
+    names = [s.study_name for s in optuna.study.get_all_study_summaries(storage=url)]
+    prefix = study_prefix(model, dataset, seed)
+    ours = [n for n in names if n.startswith(prefix + "_")]
+    exact = sweep_study_name(model, dataset, seed, overrides)
+    if exact in ours:
+        return exact
+    same = [n for n in ours if exact is None or n.startswith(exact.rsplit("_", 1)[0] + "_")]
+    if len(same) == 1:
+        return same[0]
+    if not same:
+        raise ResultsError(f"no study of {model} on {dataset} (seed {seed})"
+                           + (" on these files" if exact and ours else "")
+                           + f" in {db} (studies: {', '.join(names) or 'none'}; run the sweep "
+                           f"first: {sweep})")
+    raise ResultsError(f"{len(same)} studies of {model} on {dataset} (seed {seed}) in {db}, "
+                       f"of other files or settings ({', '.join(same)}): give the sweep's own "
+                       "overrides (e.g. dataset.train=PATH dataset.max_train=N "
+                       "+dataset.validation=0.25) to name one")
+
+
+def best_trial(results_dir, model: str, dataset: str, seed: int = 0, overrides=()):
+    """The best trial of the sweep's study (:func:`find_study`) and the study (a
+    ResultsError if there is none)."""
+    optuna = _optuna()
+    name = find_study(results_dir, model, dataset, seed, overrides)
+    study = optuna.load_study(study_name=name, storage=storage_url(results_dir))
     try:
         return study.best_trial, study
     except ValueError:
         raise ResultsError(f"study {name!r} has no completed trial") from None
 
 
-def _validation_of(results_dir, model, dataset, seed, params) -> str | None:
-    """The ``dataset.validation`` of the best trial's record (found by its parameters)."""
-    from llc_bench.experiment.query import records_frame
-
-    where = [f"seed={seed}", "dataset.validation!=null"]
-    where += [f"{k}={v}" for k, v in params.items()]
+def _optuna():
+    """optuna, imported quietly (a ConfigError when it is not installed)."""
     try:
-        frame = records_frame(results_dir, datasets=[dataset], models=[model], where=where)
-    except ConfigError:
-        return None
-    return None if frame.empty else str(frame["dataset.validation"].iloc[0])
+        import optuna  # noqa: F401
+    except ImportError:
+        raise ConfigError("tuning needs the Optuna sweeper: pip install 'llc-bench[tune]'") \
+            from None
+    from llc_bench.experiment.tune import _optuna as quiet
+
+    return quiet()
+
+
+def _trial_dataset(results_dir, study_name_: str, seed: int, params: Mapping) -> dict:
+    """The dataset config of the best trial's run record (found by its parameters and the
+    study's data), or {}."""
+    from llc_bench.experiment.results import ResultsStore
+    from llc_bench.experiment.tune import get_dotted
+
+    data = study_name_.rsplit("_", 2)[-2]
+    for _, record, _ in ResultsStore(results_dir).records():
+        config = (record or {}).get("config") or {}
+        dataset = config.get("dataset") or {}
+        if (config.get("seed") == seed and dataset.get("validation") is not None
+                and _digest({"name": dataset.get("name"), "sha256": dataset.get("sha256")})
+                == data and all(get_dotted(config, k) == v for k, v in params.items())):
+            return dataset
+    return {}
+
+
+def portable(text: str) -> str:
+    """``text`` (a path, an override) without the absolute paths of this machine: a path
+    in the project (or the working directory) relative to it, another one by its name."""
+    import re
+
+    bases = (REPO_CONF.parent.resolve(), Path.cwd().resolve())
+
+    def short(match) -> str:
+        path = Path(match.group(0))
+        for base in bases:
+            with contextlib.suppress(ValueError):
+                return str(path.resolve().relative_to(base))
+        return path.name or str(path)
+
+    return re.sub(r"(?<![\w.])/[^\s,\]'\"]+", short, text)
+
+
+#: overrides that say where data and results are found, not what is computed
+WHERE_KEYS = ("data.home", "data.mirrors", "data.download", "results_dir", "progress")
+
+
+def reproducible(overrides) -> list[str]:
+    """The overrides of a command as its preset header gives them: without those that
+    only say where things are (``WHERE_KEYS``), paths made portable."""
+    keep = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in WHERE_KEYS]
+    return [portable(o) for o in keep]
 
 
 def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
-                force: bool = False) -> Path:
-    """Write the best parameters of the study ``<model>_<dataset>_seed<seed>`` to
-    ``out`` (default ``conf/tuned/<model>_<dataset>.yaml``) as a Hydra ``_global_`` preset."""
+                force: bool = False, overrides=()) -> Path:
+    """Write the best parameters of the sweep's study (:func:`find_study`) to ``out``
+    (default ``conf/tuned/<model>_<dataset>.yaml``) as a Hydra ``_global_`` preset."""
+    import shlex
+
     from omegaconf import OmegaConf
 
-    trial, study = best_trial(results_dir, model, dataset, seed)
+    from llc_bench.files import atomic_write_text
+
+    trial, study = best_trial(results_dir, model, dataset, seed, overrides)
     out = Path(out) if out else REPO_CONF / "tuned" / f"{model}_{dataset}.yaml"
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: pass --force to replace it (its other keys are lost)")
     done = sum(1 for t in study.trials if t.state.name == "COMPLETE")
-    validation = _validation_of(results_dir, model, dataset, seed, trial.params)
+    ran_on = _trial_dataset(results_dir, study.study_name, seed, trial.params)
+    validation, max_train = ran_on.get("validation"), ran_on.get("max_train")
     held = (f"{validation} of the training part held out (+dataset.validation={validation})"
             if validation else "held-out training rows (+dataset.validation)")
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    extra = [*reproducible(overrides)]
+    if validation and "dataset.validation" not in given:
+        extra.append(f"+dataset.validation={validation}")
+    if max_train and "dataset.max_train" not in given:
+        extra.append(f"dataset.max_train={max_train}")
+    if not validation and "dataset.validation" not in given:
+        extra.append("+dataset.validation=0.25")
+    extra = [shlex.quote(o) for o in extra]
     sampler = type(study.sampler).__name__
     comment = [
         "# @package _global_",
         f"# Chosen by Optuna ({sampler} via hydra-optuna-sweeper): the best of {done} completed",
         f"# trials (trial {trial.number}) of study {study.study_name!r} in "
-        f"{storage_url(results_dir)}:",
+        f"{portable(str(Path(results_dir) / STUDY_FILE))}:",
         f"# validation accuracy {100 * trial.value:.2f}% on {held},",
         f"# split seed {seed}; the test data never seen. Search space: conf/search/{model}.yaml.",
+        *([f"# On a seeded subsample of {max_train} training rows (dataset.max_train="
+           f"{max_train}): a run on all of them may choose otherwise."] if max_train else []),
         "# Reproduce with",
         f"#   llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
-        f"+dataset.validation={validation or '0.25'}",
-        f"#   llc-bench tune {model} {dataset} --seed {seed} --from-sweep",
+        + " ".join(extra),
+        f"#   llc-bench tune {model} {dataset} --seed {seed} --from-sweep"
+        + "".join(f" {o}" for o in extra),
     ]
     body = OmegaConf.to_yaml(OmegaConf.create(_nested(dict(trial.params))))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(comment) + "\n" + body)
+    atomic_write_text(out, "\n".join(comment) + "\n" + body)
     return out
 
 
