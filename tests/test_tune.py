@@ -134,6 +134,21 @@ def test_budget_is_respected(tmp_path):
     assert report["seconds"] <= 2 * 1.2
 
 
+def test_two_workers_keep_the_budget(tmp_path):
+    """tune.workers=2 under tune.budget_s=2: the selection ends within the budget and one
+    trial more, however long the second process takes to start (its imports alone took
+    seconds, and each process's first trial ignored the budget: 20 s for a 2 s budget)."""
+    X, y = _xor(600, 0)
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
+                         "tune.budget_s=2", "tune.workers=2", tmp_path=tmp_path)
+    _, report = select(prepare_config(config), X, np.where(y, 1, -1), _sleeper)
+    longest = max(t["seconds"] for t in report["trials"])
+    assert report["stopped_by"] == "budget" and report["n_trials"] >= 1
+    assert report["seconds"] <= 2 + longest + 1.5
+    numbers = [t["number"] for t in report["trials"]]
+    assert numbers == sorted(set(numbers)) and report["trials"][0]["folds_scored"] == 5
+
+
 def _costly(config):
     """A fit as long as ML3's grows with its models per class: 0.03 s per model."""
     return _Sleeper(0.03 * config["trainer"]["n_models"])

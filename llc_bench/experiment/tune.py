@@ -445,11 +445,28 @@ class _Objective:
     are poor, stopped when one more fit would end past the budget); keeps a record of each
     trial for the run record."""
 
-    def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None):
+    def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None,
+                 shared: bool = False):
         self.config, self.build, self.parts, self.deadline = config, build, parts, deadline
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
+        # trials in several processes on one study: each trial leaves its record and fits
+        # in the study, and the budget is judged from every process's trials
+        self.shared, self.study = shared, None
+
+    def _others(self) -> list:
+        """The finished trials of the other processes (shared study), in trial order."""
+        if not self.shared or self.study is None:
+            return []
+        own = {r["number"] for r in self.records}
+        return [t for t in sorted(self.study.get_trials(deepcopy=False), key=lambda t: t.number)
+                if t.number not in own and "record" in t.user_attrs]
+
+    def known_fits(self) -> list:
+        """(cost, seconds) of the fits so far: this process's, after the other processes'."""
+        others = [tuple(f) for t in self._others() for f in t.user_attrs.get("fits", ())]
+        return others + self.fits
 
     def over_budget(self, cost: float | None = None) -> bool:
         """Whether one more fit would end past the budget: as long as the longest of the last
@@ -460,13 +477,15 @@ class _Objective:
         to choose."""
         if self.deadline is None or not self.complete():
             return False
-        recent = self.fits[1:][-10:] or self.fits
+        fits = self.known_fits()
+        recent = fits[1:][-10:] or fits
         seconds = max(s for _, s in recent)
         if cost is not None:
-            seconds = max(seconds, _seconds_at(self.fits[-10:], cost))
+            seconds = max(seconds, _seconds_at(fits[-10:], cost))
         return time.time() + seconds > self.deadline
 
     def stop_on_budget(self, study, _trial) -> None:
+        self.study = study
         if self.over_budget():
             study.stop()
 
@@ -478,6 +497,7 @@ class _Objective:
         from llc_bench.models._base import FitDeadline, fit_deadline
 
         t = time.perf_counter()
+        self.study, first_fit = trial.study, len(self.fits)
         space = self.config["tune"]["space"]
         params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
         cost = fit_cost(space, params)
@@ -512,11 +532,15 @@ class _Objective:
                                  "folds_scored": len(scores),
                                  "seconds": time.perf_counter() - t,
                                  **({"stopped": f"budget: a fit {past}"} if past else {})})
+            if self.shared:
+                trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
+                trial.set_user_attr("record", self.records[-1])
         return self.value(scores)
 
     def complete(self) -> bool:
         """Whether a trial has been scored on every split (then there is a choice)."""
-        return any(r["folds_scored"] == len(self.parts) for r in self.records)
+        return any(r["folds_scored"] == len(self.parts)
+                   for r in (*self.records, *(t.user_attrs["record"] for t in self._others())))
 
     def value(self, scores: list) -> float:
         return float(scores[-1] if self.rungs else np.mean(scores))
@@ -578,17 +602,18 @@ def _pruner(optuna):
 CATCH = (ValueError, ArithmeticError, np.linalg.LinAlgError)  # a failed trial, not a run
 
 
-def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
+def _optimize(study, config, build, parts, deadline,
+              shared: bool = False) -> tuple[list, str | None]:
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
-    "patience" or None)."""
+    "patience" or None).  ``shared``: other processes run trials on the same study."""
     from llc_bench.coding.anchors import anchor_memo
     from llc_bench.coding.local import distance_memo
     from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
     from llc_bench.models.llc_sgd import eta0_walk
 
     optuna = _optuna()
-    objective = _Objective(config, build, parts, deadline)
+    objective = _Objective(config, build, parts, deadline, shared)
     tune = config["tune"]
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
@@ -612,21 +637,81 @@ def _optimize(study, config, build, parts, deadline) -> tuple[list, str | None]:
 
 
 def _worker(storage, seed, config, build, parts, deadline) -> tuple[list, str | None]:
-    """One process of a parallel selection: the shared study, a sampler of its own seed."""
+    """One more process of a parallel selection: the shared study, a sampler of its own
+    seed; it starts once the first process has taken the enqueued defaults (two processes
+    popping one waiting trial race in optuna 2.x's RDB storage: a UNIQUE-constraint error),
+    and not at all when the study is full or the budget is spent (it may have taken long
+    to start)."""
     optuna = _optuna()
     study = optuna.load_study(study_name="tune", storage=storage,
                               sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
-    return _optimize(study, config, build, parts, deadline)
+    limit = config["tune"]["trials"]
+    waiting = (optuna.trial.TrialState.WAITING,)
+    while study.get_trials(deepcopy=False, states=waiting):
+        if deadline is not None and time.time() > deadline:
+            return [], "budget"
+        time.sleep(0.05)
+    if limit is not None and len(study.trials) >= limit:
+        return [], None
+    if deadline is not None and time.time() > deadline:
+        return [], "budget"
+    return _optimize(study, config, build, parts, deadline, shared=True)
+
+
+def _in_processes(study, storage, config, build, parts, deadline,
+                  seed: int, workers: int) -> tuple[list, str | None]:
+    """Trials in this process and ``workers - 1`` others (loky) on one SQLite study, all
+    under the one deadline; (every finished trial's record, what stopped the study early).
+    When this process stops (the trials, the budget, patience), the trials running elsewhere
+    finish (under a budget: until its end and one fit more) and the other processes are
+    ended: one still starting (the imports of a new process take seconds) has nothing to add
+    and would hold the selection past its budget."""
+    from concurrent.futures import wait
+
+    from joblib.externals.loky import ProcessPoolExecutor
+
+    optuna = _optuna()
+    pool = ProcessPoolExecutor(max_workers=workers - 1)
+    try:
+        futures = [pool.submit(_worker, storage, seed + i, config, build, parts, deadline)
+                   for i in range(1, workers)]
+        _, stopped = _optimize(study, config, build, parts, deadline, shared=True)
+        fits = [f for t in study.get_trials(deepcopy=False) for f in t.user_attrs.get("fits", ())]
+        grace = max((s for _, s in fits), default=0.0)
+        running = (optuna.trial.TrialState.RUNNING,)
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=0.1)
+            if ((deadline is not None and time.time() > deadline + grace)
+                    or not study.get_trials(deepcopy=False, states=running)):
+                break
+        for future in futures:
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+        ends = [stopped, *(f.result()[1] for f in futures if f.done())]
+    finally:
+        pool.shutdown(wait=False, kill_workers=True)
+    trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+    records = [t.user_attrs["record"] for t in trials if "record" in t.user_attrs]
+    return records, ("budget" if "budget" in ends else next((e for e in ends if e), None))
 
 
 class _Frozen:
     """The finished trials of a study read back from its storage (what ``select`` needs of
-    a study: ``trials`` and ``best_trial``)."""
+    a study: ``trials`` and ``best_trial``); a trial a stopped process left running is not
+    one of them."""
 
     def __init__(self, trials):
-        self.trials = list(trials)
+        self.trials = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED", "FAIL")]
         complete = [t for t in self.trials if t.state.name == "COMPLETE"]
         self.best_trial = max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+
+
+def sqlite_url(path) -> str:
+    """The SQLAlchemy address of the SQLite file ``path``: a SQLite URI, its path
+    percent-escaped (a ``?``, ``#``, ``%`` or space stays part of the path)."""
+    from urllib.parse import quote
+
+    return f"sqlite:///file:{quote(str(Path(path).resolve()))}?uri=true"
 
 
 def _optuna():
@@ -658,7 +743,7 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
     first = _default_trial(config, space)
     with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
-        storage = f"sqlite:///{Path(folder) / 'study.db'}" if workers > 1 else None
+        storage = sqlite_url(Path(folder) / "study.db") if workers > 1 else None
         study = optuna.create_study(storage=storage, study_name="tune", direction="maximize",
                                     sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
         if first is not None:
@@ -667,23 +752,10 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
                 study.enqueue_trial(first)
         if workers == 1:
             records, stopped = _optimize(study, config, build, parts, deadline)
-        else:  # one shared study (SQLite), trials in `workers` processes (joblib)
-            from joblib import Parallel, delayed
-
-            first_records: list = []
-            if first is not None:  # the enqueued defaults here first: two processes popping
-                # one waiting trial race in optuna 2.x's RDB storage (a UNIQUE-constraint error)
-                first_records, _ = _optimize(study, {**config, "tune": {**tune, "trials": 1}},
-                                             build, parts, deadline)
-            done = Parallel(n_jobs=workers)(
-                delayed(_worker)(storage, seed + i, config, build, parts, deadline)
-                for i in range(workers))
-            records = sorted((r for rs, _ in [(first_records, None), *done] for r in rs),
-                             key=lambda r: r["number"])
-            stopped = next((s for _, s in done if s == "budget"),
-                           next((s for _, s in done if s), None))
-            study = optuna.load_study(study_name="tune", storage=storage)
-            study = _Frozen(study.trials)
+        else:  # one shared study (SQLite), trials in `workers` processes
+            records, stopped = _in_processes(study, storage, config, build, parts, deadline,
+                                             seed, workers)
+            study = _Frozen(optuna.load_study(study_name="tune", storage=storage).trials)
     seconds = time.perf_counter() - started
     complete = [t for t in study.trials if t.state.name == "COMPLETE"]
     if not complete:

@@ -44,10 +44,9 @@ def storage_url(results_dir) -> str:
     """The SQLite address of ``<results_dir>/optuna.db``: a SQLite URI whose path is
     percent-escaped, so a ``?``, ``#``, ``%`` or space in the folder's name stays part of
     the path (unescaped, ``a?b/optuna.db`` was the database ``a``)."""
-    from urllib.parse import quote
+    from llc_bench.experiment.tune import sqlite_url
 
-    path = (Path(results_dir) / STUDY_FILE).resolve()
-    return f"sqlite:///file:{quote(str(path))}?uri=true"
+    return sqlite_url(Path(results_dir) / STUDY_FILE)
 
 
 def check_study_file(results_dir) -> None:
