@@ -413,6 +413,42 @@ def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
     assert OmegaConf.to_container(OmegaConf.load(out)) == body
 
 
+def test_a_preset_from_a_subsample_says_so_and_its_command_reproduces_it(tmp_path, capsys):
+    """dataset.max_train=N: the header says the rows were a subsample, its command holds
+    the override (and no path of this machine: the data folder's is left out), and running
+    that command again writes the same preset."""
+    import shlex
+
+    from llc_bench.cli import main
+
+    first = tmp_path / "first.yaml"
+    main(["tune", "llsvm", "xor", "tune.trials=3", "tune.budget_s=null",
+          "dataset.max_train=150", f"data.home={tmp_path / 'home'}",
+          f"data.mirrors=[{tmp_path / 'mirror'}]", "--out", str(first)])
+    text = first.read_text()
+    assert "# On a seeded subsample of 150 of the " in text and "dataset.max_train=150" in text
+    assert str(tmp_path) not in text and "data.mirrors" not in text
+    command = shlex.split(text.split("`")[1])
+    assert command[:3] == ["llc-bench", "tune", "llsvm"] and "dataset.max_train=150" in command
+    again = tmp_path / "again.yaml"
+    main([*command[1:], f"data.home={tmp_path / 'home'}", "--out", str(again)])
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    assert [line for line in again.read_text().splitlines() if not line.startswith("#")] == body
+    capsys.readouterr()
+
+
+def test_a_preset_that_keeps_its_values_keeps_its_header(tmp_path, capsys):
+    """The selection does not beat the preset (an absurd keep_default_se): the file written
+    is the preset as it was, its account of how its values were chosen included."""
+    from llc_bench.cli import main
+
+    out = tmp_path / "llsvm_banana.yaml"
+    main(["tune", "llsvm", "banana", "--preset-keys", "tune.trials=2", "tune.budget_s=null",
+          "tune.keep_default_se=1000", "dataset.max_train=200", "--out", str(out)])
+    assert out.read_text() == (REPO / "conf" / "tuned" / "llsvm_banana.yaml").read_text()
+    assert "kept as it is" in capsys.readouterr().out
+
+
 def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):
     """llc-bench tune --preset-keys: llsvm_banana sets lambda_ (and t0, outside the space),
     so only lambda_ is searched; m, k and the power stay the paper's (the composed values)."""

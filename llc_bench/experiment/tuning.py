@@ -422,12 +422,19 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
                           float(config["tune"].get("keep_default_se") or 0.0))
     kept = hand is not None and (report["kept_default"]
                                  or report["validation_accuracy"] - hand <= margin)
-    # never worse on validation than the preset it replaces: then the preset stays as it is
-    body = old if kept else _merge(old, _nested(chosen))
+    result = {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
+    if kept:  # never worse on validation than the preset it replaces: the preset stays as it
+        # is, its header (how its values were chosen) with it
+        echo(f"tune    the preset {preset.name} scored at least as well (validation "
+             f"{100 * hand:.2f}%): kept as it is")
+        atomic_write_text(out, preset.read_text())
+        return out, result
+    body = _merge(old, _nested(chosen))
     budget = report["budget"]
     command = " ".join(["llc-bench", "tune", model, dataset, f"--seed {seed}",
                         *(["--preset-keys"] if preset_keys else []),
-                        *(shlex.quote(o) for o in overrides)])
+                        *(shlex.quote(o) for o in reproducible(overrides))])
+    subsample = (ds.info.get("subsample") or {}) if isinstance(ds.info, dict) else {}
     header = [
         "# @package _global_",
         f"# Chosen by `{command}` (llc_bench/experiment/tune.py): the "
@@ -445,13 +452,15 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         + (f", the preset it replaces {100 * hand:.2f}%" if hand is not None else
            ", no earlier preset scored (none, or outside the space)") + ".",
     ]
-    if kept:
-        header.append("# The preset scored at least as well (or within one standard error): "
-                      "its values are kept.")
-    elif report["at_edge"]:
+    if subsample.get("max_train"):
+        before, after = subsample["train"]
+        header.append(f"# On a seeded subsample of {after} of the {before} training rows "
+                      f"(dataset.max_train={subsample['max_train']}, in the command): a run "
+                      "on all of them may choose otherwise.")
+    if report["at_edge"]:
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
     atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
-    return out, {**report, "hand_validation_accuracy": hand, "kept_preset": kept}
+    return out, result
 
 
 def _merge(base: dict, new: dict) -> dict:
