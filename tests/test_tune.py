@@ -449,6 +449,15 @@ def test_a_preset_that_keeps_its_values_keeps_its_header(tmp_path, capsys):
     assert "kept as it is" in capsys.readouterr().out
 
 
+def test_no_preset_header_holds_a_path_of_the_machine_that_wrote_it():
+    import re
+
+    absolute = re.compile(r"(?:^|[\s'\"=\[(`,])/[A-Za-z]")
+    for path in sorted((REPO / "conf" / "tuned").glob("*.yaml")):
+        for line in path.read_text().splitlines():
+            assert not (line.startswith("#") and absolute.search(line)), (path.name, line)
+
+
 def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):
     """llc-bench tune --preset-keys: llsvm_banana sets lambda_ (and t0, outside the space),
     so only lambda_ is searched; m, k and the power stay the paper's (the composed values)."""
