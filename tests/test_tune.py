@@ -149,6 +149,47 @@ def test_two_workers_keep_the_budget(tmp_path):
     assert numbers == sorted(set(numbers)) and report["trials"][0]["folds_scored"] == 5
 
 
+def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
+    """tune.trials >= 100 and tune.budget_s=null: one warning before the first trial, with
+    an estimate from the store's runs (the committed results know llsvm on banana) or
+    saying there is none."""
+    import warnings
+
+    from llc_bench.errors import LLCBenchWarning
+    from llc_bench.experiment.tune import _parts, _splits, cost_warning
+
+    X, y = _xor(300, 0)
+    y = np.where(y, 1, -1)
+
+    def config(*overrides):
+        return prepare_config(compose_run("model=llsvm", "dataset=banana", "tune=on",
+                                          *overrides, tmp_path=tmp_path))
+
+    many = config("tune.trials=100", "tune.budget_s=null")
+    parts = _parts(X, y, _splits(X, y, many["tune"], 0)[1])
+    text = cost_warning(many, parts)
+    assert text.startswith("tune.trials=100 with no budget (tune.budget_s=null): 100 trials "
+                           "of 5 fit(s) on 240 rows, up to ~") and "llsvm on banana" in text
+    assert "tune.budget_s=S" in text
+    unknown = {**many, "dataset": {**many["dataset"], "name": "nosuch"}}
+    assert "no estimate (no stored run of llsvm on nosuch)" in cost_warning(unknown, parts)
+    assert cost_warning(config("tune.trials=100", "tune.budget_s=60"), parts) is None
+    assert cost_warning(config("tune.trials=30", "tune.budget_s=null"), parts) is None
+
+    seen = []
+
+    def failing(run_config):  # every trial fails at once: the warning came before it
+        seen.append(len(caught))
+        raise ValueError("no fit")
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ConfigError, match="none of the 100 trials completed"):
+            select(many, X, y, failing)
+    ours = [w for w in caught if issubclass(w.category, LLCBenchWarning)]
+    assert len(ours) == 1 and str(ours[0].message) == text and seen[0] >= 1
+
+
 def _costly(config):
     """A fit as long as ML3's grows with its models per class: 0.03 s per model."""
     return _Sleeper(0.03 * config["trainer"]["n_models"])

@@ -77,6 +77,17 @@ class CostModel:
             scaled *= (rows / known_rows) ** GROWTH.get(model, 1.0)
         return float(fixed + scaled)
 
+    def fit_seconds(self, model: str, dataset: str, rows: int | None = None) -> float | None:
+        """The median run's fit (and selection, calibration) seconds, scaled down to ``rows``
+        training rows as :meth:`seconds` does; loading and testing left out."""
+        known = self._seconds.get((model, dataset))
+        if known is None:
+            return None
+        _, scaled, known_rows = known
+        if rows and known_rows and rows < known_rows:
+            scaled *= (rows / known_rows) ** GROWTH.get(model, 1.0)
+        return float(scaled)
+
     def total(self, runs: Iterable[tuple]) -> tuple[float, int]:
         """(estimated seconds of these runs, how many have no estimate); a run is
         (model, dataset) or (model, dataset, training rows or None)."""

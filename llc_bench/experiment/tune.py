@@ -725,6 +725,34 @@ def _optuna():
     return optuna
 
 
+#: from this many trials on, a selection without a budget says first what it may cost
+MANY_TRIALS = 100
+
+
+def cost_warning(config: Mapping, parts: list) -> str | None:
+    """For ``tune.trials`` >= MANY_TRIALS and no ``tune.budget_s``: the trials, the fits
+    each makes and what they may take by the store's runs of the model on the dataset (as
+    ``llc-bench run -m`` estimates a sweep), else None."""
+    from llc_bench.experiment.costs import CostModel, describe
+
+    tune = config["tune"]
+    trials = tune["trials"]
+    if tune["budget_s"] is not None or trials is None or trials < MANY_TRIALS:
+        return None
+    model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
+    dataset = config["dataset"]["name"]
+    rows = len(parts[-1][1])
+    costs = CostModel(config.get("results_dir"),
+                      fallbacks=[Path(__file__).resolve().parents[2] / "results"])
+    seconds = costs.fit_seconds(model, dataset, rows)
+    estimate = (f"up to {describe(trials * len(parts) * seconds)} by the store's runs of "
+                f"{model} on {dataset}" if seconds is not None else
+                f"no estimate (no stored run of {model} on {dataset})")
+    return (f"tune.trials={trials} with no budget (tune.budget_s=null): {trials} trials of "
+            f"{len(parts)} fit(s) on {rows} rows, {estimate}; tune.budget_s=S stops the "
+            "selection after S seconds")
+
+
 def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
     """The setting of ``config["tune"]["space"]`` chosen on ``(X, y)`` (training rows
     only), and the report for the record.  ``build(config)`` returns an unfitted estimator
@@ -739,6 +767,11 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
         config = {**config, "tune": tune}
     protocol, splits = _splits(X, y, tune, seed)
     parts = _parts(X, y, splits)
+    warning = cost_warning(config, parts)
+    if warning:
+        from llc_bench.errors import LLCBenchWarning
+
+        warnings.warn(warning, LLCBenchWarning, stacklevel=2)
     started = time.perf_counter()
     deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
     first = _default_trial(config, space)
