@@ -4,8 +4,9 @@
 runs a seeded TPE study over the search space ``conf/search/llsvm.yaml``; each trial is an
 ordinary run (a record in the store) whose objective is the accuracy on the 25% of the
 training rows held out (``dataset.validation``); the test set is never read.  The study is
-kept in ``<results_dir>/optuna.db`` (SQLite) as ``<model>_<dataset>_seed<seed>``, so a
-second call resumes it.  Then
+kept in ``<results_dir>/optuna.db`` (SQLite) under a name of what its trials run on
+(:func:`study_name`), so the same command again resumes it (with new settings:
+:func:`resuming_tpe_sampler`) and a sweep on other files starts its own.  Then
 
 ``llc-bench tune llsvm banana --from-sweep``
 
