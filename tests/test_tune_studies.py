@@ -155,3 +155,13 @@ def test_a_damaged_study_file_is_one_line_naming_it(tmp_path, capsys, damage):
         assert "delete it" in err and "results_dir" in err and "\n" not in err
         assert db.read_bytes() == before
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_a_sweep_on_a_missing_own_file_is_one_line(tmp_path, capsys):
+    """The study is named by the files' content: a file that is not there is said as the
+    run says it, before the sweep (not wrapped in an interpolation error)."""
+    missing = tmp_path / "nosuch.csv"
+    with pytest.raises(SystemExit):
+        _sweep(tmp_path / "results", missing)
+    err = capsys.readouterr().err.strip()
+    assert err == f"llc-bench: error: dataset.train={missing}: no such file ({missing})"

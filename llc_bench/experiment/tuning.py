@@ -30,7 +30,8 @@ STUDY_FILE = "optuna.db"
 
 def check_sweep(config) -> None:
     """A ConfigError when a tuning sweeper (Optuna) would score runs on the test set; a
-    ResultsError when the study file it would resume is not a readable database."""
+    ResultsError when the study file it would resume is not a readable database; the
+    error of own files that cannot be read (the study is named by their content)."""
     target = str(config.hydra.sweeper.get("_target_", ""))
     if "optuna" not in target.lower():
         return
@@ -39,6 +40,7 @@ def check_sweep(config) -> None:
                           "0.25): trials are scored on held-out training rows, never the test "
                           "set")
     check_study_file(config.results_dir)
+    _study_name_of_sweep(_root_=config)  # own files read here: an error is one line
 
 
 def storage_url(results_dir) -> str:
