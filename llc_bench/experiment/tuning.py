@@ -5,8 +5,8 @@ runs a seeded TPE study over the search space ``conf/search/llsvm.yaml``; each t
 ordinary run (a record in the store) whose objective is the accuracy on the 25% of the
 training rows held out (``dataset.validation``); the test set is never read.  The study is
 kept in ``<results_dir>/optuna.db`` (SQLite) under a name of what its trials run on
-(:func:`study_name`), so the same command again resumes it (with new settings:
-:func:`resuming_tpe_sampler`) and a sweep on other files starts its own.  Then
+(:func:`study_name`), so the same command again resumes it (with new settings: a
+seed of its trials so far, :func:`resumed_seed`) and a sweep on other files starts its own.  Then
 
 ``llc-bench tune llsvm banana --from-sweep``
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -123,6 +122,7 @@ def register_resolvers() -> None:
     if not OmegaConf.has_resolver("llc_bench.study_name"):
         OmegaConf.register_new_resolver("llc_bench.study_name", _study_name_of_sweep)
         OmegaConf.register_new_resolver("llc_bench.optuna_storage", storage_url)
+        OmegaConf.register_new_resolver("llc_bench.sampler_seed", _sampler_seed_of_sweep)
 
 
 def resumed_seed(seed: int, done: int) -> int:
@@ -132,39 +132,18 @@ def resumed_seed(seed: int, done: int) -> int:
     return int(np.random.SeedSequence([seed, done]).generate_state(1)[0]) if done else seed
 
 
-def resuming_tpe_sampler(seed=None, **kwargs):
-    """The TPE sampler of a sweep (``hydra.sweeper.sampler._target_``): seeded by ``seed``
-    in a new study (the same command, the same trials), by :func:`resumed_seed` of the
-    trials already there in a resumed one (with the first seed, ``N more trials`` proposed
+def _sampler_seed_of_sweep(seed, *, _root_) -> int:
+    """The resolver ``${llc_bench.sampler_seed:${seed}}`` of ``conf/search/_optuna.yaml``:
+    ``seed`` for a new study (the same command, the same trials), :func:`resumed_seed` of
+    the trials already in a resumed one (with the first seed, ``N more trials`` proposed
     the first N settings again: all cache hits)."""
-    return _resuming_class()(seed=seed, **kwargs)
-
-
-@functools.cache
-def _resuming_class():
-    from optuna.samplers import TPESampler
-
-    class ResumingTPESampler(TPESampler):
-        def __init__(self, seed=None, **kwargs):
-            super().__init__(seed=seed, **kwargs)
-            self._given, self._first = (seed, kwargs), None
-
-        def _reseed(self, trial) -> None:
-            if self._first is None:  # this process's first trial: the trials before it
-                self._first = trial.number
-                seed, kwargs = self._given
-                if trial.number and seed is not None:
-                    super().__init__(seed=resumed_seed(int(seed), trial.number), **kwargs)
-
-        def infer_relative_search_space(self, study, trial):
-            self._reseed(trial)
-            return super().infer_relative_search_space(study, trial)
-
-        def sample_independent(self, study, trial, param_name, param_distribution):
-            self._reseed(trial)
-            return super().sample_independent(study, trial, param_name, param_distribution)
-
-    return ResumingTPESampler
+    if not (Path(_root_.results_dir) / STUDY_FILE).is_file():
+        return int(seed)
+    name = _study_name_of_sweep(_root_=_root_)
+    for study in _optuna().study.get_all_study_summaries(storage=storage_url(_root_.results_dir)):
+        if study.study_name == name:
+            return resumed_seed(int(seed), study.n_trials)
+    return int(seed)
 
 
 def _nested(params: dict) -> dict:
