@@ -5,8 +5,9 @@ runs a seeded TPE study over the search space ``conf/search/llsvm.yaml``; each t
 ordinary run (a record in the store) whose objective is the accuracy on the 25% of the
 training rows held out (``dataset.validation``); the test set is never read.  The study is
 kept in ``<results_dir>/optuna.db`` (SQLite) under a name of what its trials run on
-(:func:`study_name`), so the same command again resumes it (with new settings: a
-seed of its trials so far, :func:`resumed_seed`) and a sweep on other files starts its own.  Then
+(:func:`study_name`), so the same command again resumes it (with new settings: the
+sampler seeded by its trials so far, :func:`resumed_seed`) and a sweep on other files
+starts its own.  Then
 
 ``llc-bench tune llsvm banana --from-sweep``
 
@@ -242,13 +243,13 @@ def _optuna():
     return quiet()
 
 
-def _trial_dataset(results_dir, study_name_: str, seed: int, params: Mapping) -> dict:
+def _trial_dataset(results_dir, name: str, seed: int, params: Mapping) -> dict:
     """The dataset config of the best trial's run record (found by its parameters and the
     study's data), or {}."""
     from llc_bench.experiment.results import ResultsStore
     from llc_bench.experiment.tune import get_dotted
 
-    data = study_name_.rsplit("_", 2)[-2]
+    data = name.rsplit("_", 2)[-2]
     for _, record, _ in ResultsStore(results_dir).records():
         config = (record or {}).get("config") or {}
         dataset = config.get("dataset") or {}
