@@ -7,6 +7,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from llc_bench.cli import main
+from llc_bench.experiment import tuning
 from llc_bench.experiment.query import records_frame
 
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
@@ -63,6 +64,15 @@ def test_four_trial_study_and_its_winner(tmp_path, capsys):
     assert cli_out.read_text() == text
     assert f"wrote {cli_out}" in capsys.readouterr().out
     assert "llc-bench tune llsvm banana --seed 0 --from-sweep" in text
+    # the header says the trials saw a subsample, and its commands give the sweep's overrides
+    # (no path of this machine): the --from-sweep one names this very study
+    assert "# On a seeded subsample of 600 training rows (dataset.max_train=600)" in text
+    assert "data.mirrors" not in text and str(tmp_path) not in text
+    for line in (line for line in text.splitlines() if line.startswith("#   llc-bench")):
+        assert all(o in line for o in SMALL) and "+dataset.validation=0.25" in line
+    from_sweep = next(line for line in text.splitlines() if "--from-sweep" in line)
+    given = [o for o in from_sweep.split() if "=" in o]
+    assert tuning.sweep_study_name("llsvm", "banana", 0, given) == study.study_name
 
     # seeded: the same command on a fresh store proposes the same first trials
     again = tmp_path / "again"

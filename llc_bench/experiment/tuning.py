@@ -243,9 +243,9 @@ def _optuna():
     return quiet()
 
 
-def _trial_dataset(results_dir, name: str, seed: int, params: Mapping) -> dict:
-    """The dataset config of the best trial's run record (found by its parameters and the
-    study's data), or {}."""
+def _trial_config(results_dir, name: str, seed: int, params: Mapping) -> dict:
+    """The run config of the best trial's record (found by its parameters and the study's
+    data), or {}."""
     from llc_bench.experiment.results import ResultsStore
     from llc_bench.experiment.tune import get_dotted
 
@@ -256,8 +256,31 @@ def _trial_dataset(results_dir, name: str, seed: int, params: Mapping) -> dict:
         if (config.get("seed") == seed and dataset.get("validation") is not None
                 and _digest({"name": dataset.get("name"), "sha256": dataset.get("sha256")})
                 == data and all(get_dotted(config, k) == v for k, v in params.items())):
-            return dataset
+            return config
     return {}
+
+
+def _sweep_overrides(model: str, dataset: str, seed: int, config: Mapping,
+                     params: Mapping) -> list[str]:
+    """The overrides the sweep of a trial's run ``config`` was given beside the searched
+    ``params``: its trainer, coding and dataset keys that differ from the composed
+    ``model=MODEL dataset=DATASET`` (a subsample, the held-out fraction, own files)."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llc_bench.experiment.query import flatten
+    from llc_bench.experiment.runner import _show
+
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        composed = flatten(OmegaConf.to_container(compose("run", overrides=[
+            f"model={model}", f"dataset={dataset}", f"seed={seed}", "tune=off"]), resolve=True))
+    out = []
+    for key, value in flatten(config).items():
+        if (key.split(".")[0] in ("trainer", "coding", "dataset") and key not in params
+                and not key.startswith(("dataset.sha256", "dataset.source_sha256"))
+                and composed.get(key, out) != value):
+            out.append(f"{'' if key in composed else '+'}{key}={_show(value)}")
+    return out
 
 
 def portable(text: str) -> str:
@@ -296,6 +319,7 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
 
     from omegaconf import OmegaConf
 
+    from llc_bench.experiment.tune import get_dotted
     from llc_bench.files import atomic_write_text
 
     trial, study = best_trial(results_dir, model, dataset, seed, overrides)
@@ -303,16 +327,14 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
     if out.exists() and not force:
         raise ConfigError(f"{out} exists: pass --force to replace it (its other keys are lost)")
     done = sum(1 for t in study.trials if t.state.name == "COMPLETE")
-    ran_on = _trial_dataset(results_dir, study.study_name, seed, trial.params)
-    validation, max_train = ran_on.get("validation"), ran_on.get("max_train")
+    ran = _trial_config(results_dir, study.study_name, seed, trial.params)
+    validation = get_dotted(ran, "dataset.validation")
+    max_train = get_dotted(ran, "dataset.max_train")
     held = (f"{validation} of the training part held out (+dataset.validation={validation})"
             if validation else "held-out training rows (+dataset.validation)")
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
-    extra = [*reproducible(overrides)]
-    if validation and "dataset.validation" not in given:
-        extra.append(f"+dataset.validation={validation}")
-    if max_train and "dataset.max_train" not in given:
-        extra.append(f"dataset.max_train={max_train}")
+    extra = reproducible([*overrides, *(o for o in _sweep_overrides(
+        model, dataset, seed, ran, trial.params) if o.split("=", 1)[0].lstrip("+") not in given)])
     if not validation and "dataset.validation" not in given:
         extra.append("+dataset.validation=0.25")
     extra = [shlex.quote(o) for o in extra]
@@ -321,11 +343,12 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
         "# @package _global_",
         f"# Chosen by Optuna ({sampler} via hydra-optuna-sweeper): the best of {done} completed",
         f"# trials (trial {trial.number}) of study {study.study_name!r} in "
-        f"{portable(str(Path(results_dir) / STUDY_FILE))}:",
+        f"{portable(str(Path(results_dir).resolve()))}/{STUDY_FILE}:",
         f"# validation accuracy {100 * trial.value:.2f}% on {held},",
         f"# split seed {seed}; the test data never seen. Search space: conf/search/{model}.yaml.",
         *([f"# On a seeded subsample of {max_train} training rows (dataset.max_train="
-           f"{max_train}): a run on all of them may choose otherwise."] if max_train else []),
+           f"{max_train}):", "# a run on all of them may choose otherwise."]
+          if max_train else []),
         "# Reproduce with",
         f"#   llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
         + " ".join(extra),
