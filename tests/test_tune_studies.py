@@ -65,6 +65,9 @@ def test_sweeps_on_two_own_files_never_share_a_study(tmp_path, capsys):
     assert f"validation accuracy {100 * best.value:.2f}%" in out.read_text()
     assert str(tmp_path) not in out.read_text()                # no path of this machine
     assert "dataset.train=a.csv" in out.read_text()
+    from llc_bench.data.fetch import sha256_of
+
+    assert f"train sha256 {sha256_of(a)}" in out.read_text()
     other = tuning.find_study(results, "linear", "file", overrides=[f"dataset.train={b}"])
     assert other != name and set(studies) == {name, other}
 

@@ -338,6 +338,8 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
     if not validation and "dataset.validation" not in given:
         extra.append("+dataset.validation=0.25")
     extra = [shlex.quote(o) for o in extra]
+    pins = get_dotted(ran, "dataset.sha256")
+    pins = pins if isinstance(pins, Mapping) else None
     sampler = type(study.sampler).__name__
     comment = [
         "# @package _global_",
@@ -349,6 +351,9 @@ def write_tuned(results_dir, model: str, dataset: str, seed: int = 0, out=None,
         *([f"# On a seeded subsample of {max_train} training rows (dataset.max_train="
            f"{max_train}):", "# a run on all of them may choose otherwise."]
           if max_train else []),
+        *(["# Own files (paths as given, outside the project by name), by content: "
+           + ", ".join(f"{role} sha256 {digest}" for role, digest in pins.items())]
+          if pins else []),
         "# Reproduce with",
         f"#   llc-bench run -m model={model} dataset={dataset} seed={seed} +search={model} "
         + " ".join(extra),
@@ -463,6 +468,13 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         header.append(f"# On a seeded subsample of {after} of the {before} training rows "
                       f"(dataset.max_train={subsample['max_train']}, in the command): a run "
                       "on all of them may choose otherwise.")
+    if config["dataset"].get("kind") == "custom":
+        from llc_bench.experiment.runner import pin_custom_files
+
+        pinned = copy.deepcopy(config["dataset"])
+        pin_custom_files(pinned)
+        header.append("# Own files (paths as given, outside the project by name), by content: "
+                      + ", ".join(f"{r} sha256 {d}" for r, d in pinned["sha256"].items()))
     if report["at_edge"]:
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
     atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
