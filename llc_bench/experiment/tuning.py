@@ -68,6 +68,9 @@ def check_study_file(results_dir) -> None:
             rows = db.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
             problem = "; ".join(str(r[0]) for r in rows[:3])
+    except sqlite3.OperationalError as err:
+        if "locked" not in str(err):  # a sweep writing it now: not a damage
+            problem = str(err)
     except sqlite3.Error as err:
         problem = str(err)
     if problem:
