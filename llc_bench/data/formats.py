@@ -291,6 +291,30 @@ def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndar
     return np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
 
 
+def input_columns(names, vocabulary, n_features: int, options: Mapping) -> list[str] | None:
+    """The columns of X, in order, of a delimited file read with ``options``: its feature
+    columns' names (``column N`` without a header), a one-hot column (``vocabulary``:
+    categories by name, or by position as text) as one ``name=category`` indicator per
+    category. None when they are unknown (no header and no one-hot column)."""
+    vocabulary = vocabulary or {}
+    if names is None:
+        if not vocabulary:
+            return None
+        wide = sum(len(v) - 1 for v in vocabulary.values())  # the extra indicator columns
+        label = options.get("label_column", -1)
+        dropped = [c for c in options.get("drop_columns") or () if isinstance(c, int)]
+        total = n_features - wide + (label is not None) + len(dropped)
+        skipped = {c % total for c in [*dropped, *([label] if isinstance(label, int) else [])]}
+        positions = [c for c in range(total) if c not in skipped]
+        keys, names = [str(c) for c in positions], [f"column {c + 1}" for c in positions]
+    else:
+        keys = names = [str(n) for n in names]
+    columns = [c for key, name in zip(keys, names, strict=True)
+               for c in ([f"{name}={v}" for v in vocabulary[key]] if key in vocabulary
+                         else [name])]
+    return columns if len(columns) == n_features else None
+
+
 class _BadCell(ValueError):
     def __init__(self, row: int, position: int, value):
         super().__init__(f"non-numeric value {value!r} in row {row + 1}, feature column "
@@ -660,6 +684,14 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
         raise DatasetError(f"{path}: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: {_not_text(path, options, exc)}") from exc
+    except pd.errors.ParserError as exc:  # pandas counts the lines of what it was given
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if found is None:
+            raise DatasetError(f"{path}: cannot parse as {fmt} (ParserError: "
+                               f"{str(exc).strip()[:300]})") from exc
+        expected, line, saw = map(int, found.groups())
+        raise DatasetError(f"{path}: line {line + lines_before}: {saw} fields where the lines "
+                           f"above have {expected}") from exc
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise DatasetError(f"{path}: cannot parse as {fmt} "
