@@ -186,7 +186,7 @@ def test_bad_data_files_are_one_line_errors(kept, capsys):
     unseen = _csv(tmp_path / "unseen.csv", X_te, np.array(["huge"] * len(X_te)))
     assert "'huge' the model never saw" in _error(capsys, "predict", model, str(unseen))
     headless = _csv(tmp_path / "headless.csv", X_te[:, :2], truth, header=False)
-    assert "missing the column(s)" in _error(capsys, "predict", model, str(headless))
+    assert "the header line is missing" in _error(capsys, "predict", model, str(headless))
     assert "a directory: give a data file" in _error(capsys, "predict", model, str(tmp_path))
     assert "no such data file" in _error(capsys, "predict", model, str(tmp_path / "no.csv"))
 
