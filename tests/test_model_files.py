@@ -395,9 +395,9 @@ def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     wide = np.hstack([X, X[:, :1]])
     dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
     line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
-    assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
+    assert "wide.svm: line 1: feature index 5, beyond the model's 4 features" in line
     (tmp_path / "nan.svm").write_text("1 1:0.5 2:nan\n")
-    assert "nan.svm: lines 1-1: NaN/inf value at row 1, column 2" in _error(
+    assert "nan.svm: NaN/inf value at row 1, column 2 (line 1, feature index 2)" in _error(
         capsys, "predict", model, str(tmp_path / "nan.svm"))
 
 
