@@ -687,8 +687,9 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
     except pd.errors.ParserError as exc:  # pandas counts the lines of what it was given
         found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
         if found is None:
-            raise DatasetError(f"{path}: cannot parse as {fmt} (ParserError: "
-                               f"{str(exc).strip()[:300]})") from exc
+            detail = (str(exc).strip().splitlines() or ["no detail"])[0][:300]
+            raise DatasetError(f"{path}: cannot parse as {fmt} (ParserError: {detail})") \
+                from exc
         expected, line, saw = map(int, found.groups())
         raise DatasetError(f"{path}: line {line + lines_before}: {saw} fields where the lines "
                            f"above have {expected}") from exc

@@ -3,7 +3,8 @@
 The rows are read with the parser and options the model was trained with, turned into its
 features by the saved preprocessing (value scale, the training split's scaler), and scored;
 one output row per input row: the predicted label, the decision values and, for a
-calibrated model, the probabilities.  When the file has a label column, the accuracy is
+calibrated model, the probabilities and the class of the highest one (each label column
+named by its rule).  When the file has a label column, the accuracy is
 printed too.
 
 The file is read in blocks of whole lines (:data:`BLOCK_BYTES` of text, as the row-store
@@ -66,9 +67,9 @@ def _kind(path: Path, pre: dict) -> str:
         missing = [c for c in names if c not in fields]
         if len(missing) == len(names) and _values(fields) and not _values(names):
             raise DatasetError(f"{path}: the header line is missing: the first line holds "
-                               f"values ({_shown(fields)}), and the model reads a file's "
+                               f"values ({_joined(fields)}), and the model reads a file's "
                                "columns by their names, as its training file had them: add "
-                               f"the header line ({_shown(names)}, and the label column's "
+                               f"the header line ({_joined(names)}, and the label column's "
                                "name when the file has labels)")
         extra = [c for c in fields if c not in names and c not in dropped]
         if missing:
@@ -96,7 +97,8 @@ def _values(fields: list) -> bool:
     return sum(map(_is_number, fields)) * 2 >= len(fields) > 0
 
 
-def _shown(fields: list, limit: int = 5) -> str:
+def _joined(fields: list, limit: int = 5) -> str:
+    """The first ``limit`` fields as a line shows them."""
     return ",".join(fields[:limit]) + (f",... ({len(fields)} fields)" if len(fields) > limit
                                        else "")
 
@@ -190,15 +192,13 @@ def _line_blocks(path: Path, skip_lines: int, block_bytes: int):
                 return
 
 
-SVMLIGHT = "svmlight files ('label index:value ...')"
-
-
 def _svmlight_problem(block: bytes, line: int, n: int, zero_based: bool) -> str | None:
     """``line N: reason`` for the first line of a block (after ``line`` lines of the file)
     that the model's svmlight reader refuses, or None."""
     from llc_bench.data.formats import _shown, _svmlight_line_problem
 
-    reads = f"the model reads {SVMLIGHT}, the format of its training file"
+    reads = ("the model reads svmlight files ('label index:value ...'), the format of its "
+             "training file")
     for number, raw in enumerate(block.splitlines(), line + 1):
         tokens = raw.split(b"#", 1)[0].split()
         if not tokens:
