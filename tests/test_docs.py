@@ -62,3 +62,14 @@ def test_no_citation_of_a_document_outside_the_repository():
              for p in sorted((REPO / root).rglob("*")) if p.suffix in (".py", ".yaml")
              and p.name != "test_docs.py" and re.search(r"DESIGN(\.md`*)? *§", p.read_text())]
     assert not stale
+
+
+def test_the_readme_is_a_front_door():
+    """The README stays short (what it is, set-up, one run, one table, links); the rest is
+    in the docs pages, each of which it links."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode()) <= 12_000
+    for page in ("getting-started", "guide/runs", "guide/tuning", "guide/data",
+                 "guide/results", "guide/keep", "tables", "architecture", "design",
+                 "development"):
+        assert f"(docs/{page}.md)" in readme, page
