@@ -351,7 +351,7 @@ def test_positive_label_not_present_lists_the_labels(tmp_path, capsys):
 
 @pytest.fixture
 def iris_like(tmp_path):
-    """The README's example: a header row and string labels in the last column."""
+    """The own-data docs' example: a header row and string labels in the last column."""
     X, y = problem(300)
     names = np.array(["setosa", "virginica"])[y]
     return write_csv(tmp_path / "flowers.csv", X, names,
@@ -447,12 +447,12 @@ def test_a_test_fraction_outside_0_1_is_shown_as_typed(tmp_path, capsys, iris_li
         line.endswith(f"split.test_fraction must be in (0, 1), got {value}"), line
 
 
-# --- 16. the README documents the own-file options ----------------------------------------
+# --- 16. the docs document the own-file options ------------------------------------------
 
-def test_readme_own_file_section_documents_the_csv_options():
-    text = (REPO / "README.md").read_text()
-    match = re.search(r"^## Your own data\n(.*?)(?=^## )", text, re.M | re.S)
-    assert match, "README has no '## Your own data' section"
+def test_the_own_data_docs_document_the_csv_options():
+    text = (REPO / "docs" / "guide" / "data.md").read_text()
+    match = re.search(r"^## Your own data\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, "docs/guide/data.md has no '## Your own data' section"
     section = match.group(1)
     keys = set(re.findall(r"^(\w+):", (REPO / "conf/dataset/file.yaml").read_text(), re.M))
     for option in ("header", "label_column", "sep", "positive", "zero_based",
