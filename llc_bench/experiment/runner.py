@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from llc_bench import progress
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
-from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
+from llc_bench.errors import ConfigError, FitError, LLCBenchWarning, ResultsError
 from llc_bench.experiment.costs import kernel_cv_note
 from llc_bench.experiment.environment import (
     code_revision,
@@ -345,7 +345,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     model = bool(config.get("save_model"))
     if not config.get("force") and _cache_hit(store, key, model):
         return _cached(store, key, output_dir, config, echo)
-    store.check_writable()
+    store.check_writable(models=model)
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
         if not config.get("force") and _cache_hit(store, key, model):  # the run we waited for
             return _cached(store, key, output_dir, config, echo)
@@ -512,8 +512,15 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         from llc_bench.models.model_files import SUFFIX, save_model
 
         relative = f"models/{key}{SUFFIX}"
-        save_model(kept, store.root / relative, preprocess=ds.preprocess,
-                   config_hash=key, versions=record["versions"])
+        try:
+            save_model(kept, store.root / relative, preprocess=ds.preprocess,
+                       config_hash=key, versions=record["versions"])
+        except OSError as err:  # the run is kept: its record, without a model file
+            kept_at = store.save(record)
+            raise ResultsError(f"save_model=true: cannot write {store.root / relative} "
+                               f"({err.strerror or err}); the run's record is kept in "
+                               f"{kept_at}, and the same run with save_model=true fits "
+                               "again to write the model") from None
         record["model_file"] = relative
     path = store.save(record)
     if output_dir is not None:
