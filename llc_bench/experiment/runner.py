@@ -14,11 +14,13 @@ import copy
 import datetime as dt
 import importlib
 import math
+import re
 import shutil
 import sys
 import time
 import warnings
 from collections.abc import Mapping
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -135,10 +137,17 @@ def build_estimator(config: Mapping):
     try:
         validate_params(estimator)
     except InvalidParameter as err:
-        key = ("coding" if err.name == "coding" else
-               f"coding.{err.name}" if err.name in coding and err.name not in trainer else
-               f"trainer.{err.name}")
-        raise ConfigError(f"{key}={_show(err.value)}: {err.problem(none='null')}") from None
+        def key(param: str) -> str:
+            return ("coding" if param == "coding" else
+                    f"coding.{param}" if param in coding and param not in trainer else
+                    f"trainer.{param}")
+
+        problem = re.sub(r"`(\w+)`", lambda m: key(m.group(1)), err.problem(none="null"))
+        if (isinstance(err.value, float) and err.value.is_integer()
+                and any(getattr(c, "type", None) is Integral for c in err.constraints)):
+            problem += (f" (a number written with an exponent or a decimal point is read as a "
+                        f"float: write {int(err.value)})")
+        raise ConfigError(f"{key(err.name)}={_show(err.value)}: {problem}") from None
     return estimator
 
 
@@ -188,6 +197,19 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
         clone(estimator).fit(Xw, y[rows]).decision_function(Xw)
         return True
     return False
+
+
+def capped_anchors(config: Mapping, model_size: Mapping, n_train: int,
+                   tuned: Mapping | None) -> str | None:
+    """The warning for ``coding.n_anchors`` (asked, or chosen by the selection) above the
+    anchors the fitted model has: capped at the number of training rows."""
+    asked = ((tuned or {}).get("chosen") or {}).get(
+        "coding.n_anchors", (config.get("coding") or {}).get("n_anchors"))
+    m = model_size.get("n_anchors")
+    if not isinstance(asked, int) or isinstance(asked, bool) or not m or m >= asked:
+        return None
+    return (f"coding.n_anchors={asked}: the model has {m} anchors (capped at the number of "
+            f"training rows, {n_train})")
 
 
 def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
@@ -439,10 +461,12 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
-    small = small_data_warning(config, fit_info.get("model_size") or {}, len(ds.y_train), tuned)
-    if small:
-        fit_info["notes"] = [*(fit_info.get("notes") or []), small]
-        warnings.warn(small, LLCBenchWarning, stacklevel=1)
+    size = fit_info.get("model_size") or {}
+    for note in (capped_anchors(config, size, len(ds.y_train), tuned),
+                 small_data_warning(config, size, len(ds.y_train), tuned)):
+        if note:
+            fit_info["notes"] = [*(fit_info.get("notes") or []), note]
+            warnings.warn(note, LLCBenchWarning, stacklevel=1)
     kept, probabilities = estimator, {}
     if config.get("calibration"):  # probabilities: calibrated on held-out training rows
         from llc_bench.experiment.calibration import calibrate, probability_metrics
