@@ -102,3 +102,25 @@ def test_a_one_hot_column_of_fewer_categories_is_not_warned_about(tmp_path):
         warnings.simplefilter("always")
         parse_file(path, "csv", {"header": True, "categorical": "onehot"})
     assert not _ours(record)
+
+
+def test_only_columns_starting_0_1_or_1_2_are_searched_for_row_numbers(tmp_path, monkeypatch):
+    """The id-column check looks at a number column one by one only when its first two
+    values count (0, 1 or 1, 2): the others are left out all together (a file of 10,000
+    columns took seconds column by column)."""
+    looked: list[str] = []
+    row_numbers = formats._row_numbers
+
+    def counting(series):
+        looked.append(str(series.name))
+        return row_numbers(series)
+
+    monkeypatch.setattr(formats, "_row_numbers", counting)
+    path = tmp_path / "ids.csv"
+    path.write_text("a,id,b,word,label\n" + "".join(
+        f"{0.5 * i:.1f},{i + 1},{3 + i},w{i},{i % 2}\n" for i in range(6)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parsed = parse_file(path, "csv", {"header": True, "categorical": "onehot"})
+    assert sorted(looked) == ["id", "word"]     # a (0.0, 0.5) and b (3, 4) left out at once
+    assert parsed.meta["row_number_columns"] == ["id"]

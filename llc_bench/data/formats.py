@@ -328,6 +328,20 @@ def _warn_many_categories(path, column, position: int, n_categories: int, n_rows
                   stacklevel=3)
 
 
+def _may_hold_row_numbers(frame: pd.DataFrame, columns: list[int]) -> list[int]:
+    """Of ``columns``, those ``_row_numbers`` must look at: a number column is left out at
+    once (all together, not one by one: a file of 10,000 columns) unless its first two
+    values are 0, 1 or 1, 2."""
+    if len(frame) < 2:
+        return []
+    dtypes = frame.dtypes.to_numpy()
+    number = [c for c in columns if dtypes[c].kind in "iuf"]
+    head = frame.iloc[:2, number].to_numpy(dtype=np.float64)
+    starts = np.isin(head[0], (0.0, 1.0)) & (head[1] == head[0] + 1)
+    left_out = set(number) - set(np.asarray(number, dtype=np.int64)[starts].tolist())
+    return [c for c in columns if c not in left_out]
+
+
 def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndarray:
     """Indicator columns, one block per column, in the order of ``categories``; a value not
     among them is an error, or (``unknown="zeros"``: categories learned from other rows)
@@ -499,7 +513,8 @@ def _check_columns(path: Path, frame: pd.DataFrame, dropped: set, header: bool, 
     if header:  # data_skip: the header's line
         names = _header_names(path, data_skip, _separator(options), options)
         names = names if len(names) == frame.shape[1] else None
-    empty = [c for c in range(frame.shape[1]) if c not in dropped and frame.iloc[:, c].isna().all()]
+    none = frame.isna().all(axis=0).to_numpy()
+    empty = [c for c in range(frame.shape[1]) if c not in dropped and none[c]]
     named = [names[c] for c in empty if names and names[c]]
     if named:  # a named column without a value (all empty, NA or a dataset.na_values mark)
         raise FileProblem(f"{_numbered(empty, names)} of {frame.shape[1]} "
@@ -607,7 +622,8 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
                           "(pandas' to_csv or R's write.csv writes one), not a feature: set "
                           f"dataset.drop_columns=[{column}]")
     features = frame.iloc[:, feature_columns]
-    counted = [str(frame.columns[c]) if header else str(c) for c in feature_columns
+    counted = [str(frame.columns[c]) if header else str(c)
+               for c in _may_hold_row_numbers(frame, feature_columns)
                if _row_numbers(frame.iloc[:, c])]
     if counted:  # an id column taken for a feature (reader.read_source warns)
         meta["row_number_columns"] = counted
