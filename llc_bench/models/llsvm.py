@@ -503,7 +503,8 @@ class LLSVMClassifier(_LocalSVMBase):
     Parameters
     ----------
     n_anchors : int, default 100
-        m, the number of anchors (capped at the number of training rows).
+        m, the number of anchors (capped at the number of training rows; at most
+        kmeans_sample).
     k : int, default 8
         Active (nearest) anchors per sample.
     coding : {"inverse_distance", "soft_knn", "adaptive_knn"}, default "inverse_distance"
