@@ -22,7 +22,7 @@ mutation: $(VENV)/.installed-dev ## plant known bugs in a temporary copy: the fa
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check llc_bench tests scripts
 
-.PHONY: tables tables-quick figures
+.PHONY: tables tables-quick figures docs docs-figures
 
 tables: $(VENV)/.installed       ## every paper table beside the papers' numbers (full protocol: long)
 	$(BIN)/llc-bench tables --profile full
@@ -32,6 +32,12 @@ tables-quick: $(VENV)/.installed ## a few-minute smoke build of every table into
 
 figures: $(VENV)/.installed      ## the papers' figures into results/figures (PNG + PDF)
 	$(BIN)/llc-bench figures --profile full
+
+docs: $(VENV)/.installed-dev     ## the docs site (docs/, mkdocs.yml) into site/
+	$(BIN)/mkdocs build --strict
+
+docs-figures: $(VENV)/.installed ## the docs' pictures into docs/img: LL-SVM's regions and anchors on banana
+	$(BIN)/llc-bench figures --regions banana --out docs/img
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
@@ -46,4 +52,4 @@ $(VENV)/.installed-dev: $(VENV)/.created pyproject.toml
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache results-scratch
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache results-scratch site

@@ -445,7 +445,8 @@ def predict_command(argv: list[str]) -> None:
 
     parser = _model_file_parser("predict", predict_command.__doc__)
     parser.add_argument("data", help="a data file in the training file's format")
-    parser.add_argument("--out", help="write the predictions here (CSV; default: stdout)")
+    parser.add_argument("--out", help="write the predictions here (CSV; default, or -: "
+                        "stdout)")
     args = parser.parse_args(argv)
     predict_file(args.model, args.data, out=args.out, echo=print)
 
@@ -460,7 +461,7 @@ def export_command(argv: list[str]) -> None:
     parser = _model_file_parser("export", export_command.__doc__)
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
     args = parser.parse_args(argv)
-    print(f"wrote {export_onnx(args.model, args.onnx)}")
+    print(f"wrote {export_onnx(args.model, args.onnx, echo=print)}")
 
 
 #: subcommand -> "module:function(argv)", imported when the command runs
@@ -498,8 +499,9 @@ def main(argv: list[str] | None = None) -> None:
             fail(f"unknown command {command!r} (choose from: run, tune, models, predict, "
                  "export, datasets, tables, figures, results)",
                  code=2)
-        if command in ("tables", "figures"):
-            # SIGTERM unwinds like Ctrl-C, so the multirun a build launched is stopped too
+        if command in ("tables", "figures", "predict", "export"):
+            # SIGTERM unwinds like Ctrl-C: the multirun a build launched is stopped too, and
+            # the temporary file of a predict or export is removed
             signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         module, function = COMMANDS[command].split(":")
         getattr(importlib.import_module(module), function)(rest)

@@ -65,3 +65,18 @@ def atomic_write_json(path, payload: Mapping) -> None:
     """Write ``payload`` as strict JSON (a NaN or inf is a ValueError) atomically."""
     atomic_write_text(path, json.dumps(payload, indent=1, sort_keys=False, allow_nan=False)
                       + "\n")
+
+
+def check_not_input(out, inputs: Mapping, option: str) -> None:
+    """A ConfigError when the file to write, ``out``, is one of ``inputs`` ({what: path}):
+    writing it would replace what is being read."""
+    out = Path(out)
+    for what, path in inputs.items():
+        path = Path(path)
+        try:
+            same = os.path.samefile(out, path)
+        except OSError:  # one of them does not exist (yet)
+            same = out.resolve() == path.resolve()
+        if same:
+            raise ConfigError(f"{option} {out} is the {what} {path}: writing it would replace "
+                              f"what is read; give {option} another file name")

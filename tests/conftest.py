@@ -104,3 +104,32 @@ def llc(capsys, *args):
         code = stop.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def keep_model(tmp_path, train, *overrides, test=None):
+    """`llc-bench run dataset=file ... save_model=true` on own files: (model file, record)."""
+    import json
+
+    from llc_bench.cli import main
+
+    split = [f"dataset.test={test}"] if test else ["dataset.test_fraction=0.3"]
+    store = tmp_path / "store"
+    main(["run", "dataset=file", f"dataset.train={train}", *split, "tune=off", *overrides,
+          "save_model=true", f"results_dir={store}", "progress=off"])
+    runs = sorted((store / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    record = json.loads(runs[-1].read_text())
+    return store / record["model_file"], record
+
+
+def write_csv(path, X, labels, header=("f0", "f1", "f2", "f3", "kind")):
+    """Rows of ``X`` and their ``labels`` as a CSV file (with ``header``, unless None),
+    written by a csv writer (a label holding a comma or a quote is quoted)."""
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        if header:
+            writer.writerow(header)
+        writer.writerows([*map(repr, map(float, row)), label]
+                         for row, label in zip(X, labels, strict=True))
+    return path

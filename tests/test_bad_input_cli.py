@@ -48,7 +48,7 @@ def one_error(code, err, *words):
     (["model=llsvm", "coding.n_anchors=0"], ["coding.n_anchors=0", "int >= 1"]),
     (["model=llsvm", "coding.k=0"], ["coding.k=0", "int >= 1"]),
     (["model=sapl", "coding.n_anchors=50", "trainer.kmeans_sample=20"],
-     ["trainer.kmeans_sample=20", ">= n_anchors (50)"]),
+     ["coding.n_anchors=50", "trainer.kmeans_sample=20 rows", "at most 20"]),
     (["model=llsvm", "trainer.lambda_=-1"], ["trainer.lambda_=-1", "finite float in [1e-12"]),
     (["model=llsvm", "trainer.epochs=-1"], ["trainer.epochs=-1", "int >= 0"]),
     (["model=llsvm", "trainer.lambda_grid=[0,1]"], ["trainer.lambda_grid=[0,1]", "[1e-12"]),

@@ -351,7 +351,7 @@ def test_positive_label_not_present_lists_the_labels(tmp_path, capsys):
 
 @pytest.fixture
 def iris_like(tmp_path):
-    """The README's example: a header row and string labels in the last column."""
+    """The own-data docs' example: a header row and string labels in the last column."""
     X, y = problem(300)
     names = np.array(["setosa", "virginica"])[y]
     return write_csv(tmp_path / "flowers.csv", X, names,
@@ -447,12 +447,43 @@ def test_a_test_fraction_outside_0_1_is_shown_as_typed(tmp_path, capsys, iris_li
         line.endswith(f"split.test_fraction must be in (0, 1), got {value}"), line
 
 
-# --- 16. the README documents the own-file options ----------------------------------------
+# --- options that leave nothing: every row, every feature column -----------------------------
 
-def test_readme_own_file_section_documents_the_csv_options():
-    text = (REPO / "README.md").read_text()
-    match = re.search(r"^## Your own data\n(.*?)(?=^## )", text, re.M | re.S)
-    assert match, "README has no '## Your own data' section"
+def test_drop_rows_dropping_every_row_names_the_columns_missing_most(tmp_path, capsys):
+    """Each row misses one value (a different column on each): missing=drop_rows leaves
+    none; the error says so, with the columns to leave out instead."""
+    X, y = problem(60)
+    cells = [[f"{v:.5f}" for v in row] for row in X]
+    for i, row in enumerate(cells):
+        row[i % 2] = ""
+    path = tmp_path / "holes.csv"
+    path.write_text("a,b,c,label\n" + "".join(",".join([*row, str(t)]) + "\n"
+                                           for row, t in zip(cells, y, strict=True)))
+    line = fails(tmp_path, capsys, f"dataset.train={path}", "dataset.test_fraction=0.3",
+                 "dataset.missing=drop_rows",
+                 words=(str(path), "every one of its 60 rows", "dataset.missing=drop_rows",
+                        "'a' on 30 rows, 'b' on 30 rows", "dataset.drop_columns=[a,b]"))
+    assert "no data rows" not in line
+
+
+@pytest.mark.parametrize("header, dropped", [(True, "[a,b,c]"), (False, "[0,1,2]")])
+def test_drop_columns_leaving_no_feature_is_an_error_naming_it(tmp_path, capsys, header,
+                                                               dropped):
+    X, y = problem(60)
+    path = write_csv(tmp_path / "three.csv", X, y, header=["a", "b", "c", "label"] if header
+                     else None)
+    fails(tmp_path, capsys, f"dataset.train={path}", "dataset.test_fraction=0.3",
+          f"dataset.drop_columns={dropped}",
+          words=(str(path), f"dataset.drop_columns={dropped} leaves no feature column of the "
+                 "file's 4 (column 4", "the label): drop fewer columns"))
+
+
+# --- the docs document the own-file options ----------------------------------------------
+
+def test_the_own_data_docs_document_the_csv_options():
+    text = (REPO / "docs" / "guide" / "data.md").read_text()
+    match = re.search(r"^## Your own data\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, "docs/guide/data.md has no '## Your own data' section"
     section = match.group(1)
     keys = set(re.findall(r"^(\w+):", (REPO / "conf/dataset/file.yaml").read_text(), re.M))
     for option in ("header", "label_column", "sep", "positive", "zero_based",

@@ -1,4 +1,4 @@
-"""Anchors and local codings (DESIGN §3)."""
+"""Anchors and local codings (docs/design.md §Local codings)."""
 
 import numpy as np
 import pytest

@@ -10,6 +10,7 @@ import pytest
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.results import ResultsStore
 from llc_bench.tables.command import figures_command
+from llc_bench.tables.figures import own_files_label
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +229,9 @@ def test_pareto_on_own_files_runs_them_into_the_scratch_store(tmp_path, monkeypa
             "file", "dataset.train=mine.csv", "dataset.test=mine_test.csv"]
     echoed: list[str] = []
     out = figures_command(args, echo=echoed.append)
-    png = tmp_path / "results-scratch" / "figures-quick" / "pareto_file-mine.png"
+    label = own_files_label({"dataset.train": str(tmp_path / "mine.csv"),
+                             "dataset.test": str(tmp_path / "mine_test.csv")})
+    png = tmp_path / "results-scratch" / "figures-quick" / f"pareto_{label}.png"
     assert out["pareto"] == str(png.relative_to(tmp_path)) and png.stat().st_size > 1000, echoed
     records = [r for _, r, _ in ResultsStore(tmp_path / "results-scratch").records() if r]
     assert sorted((r["model"], (r["config"].get("tune") or {}).get("budget_s"))
@@ -245,3 +248,18 @@ def test_pareto_on_own_files_runs_them_into_the_scratch_store(tmp_path, monkeypa
                        ([*args, "train=x.csv"], "expected dataset.KEY=VALUE")):
         with pytest.raises(ConfigError, match=words):
             figures_command(bad, echo=echoed.append)
+
+
+def test_a_second_own_file_of_the_same_name_gets_a_figure_of_its_own(tmp_path):
+    """Figures of own files are named by the training file's stem and a hash of the files'
+    contents and options: another folder's mine.csv does not overwrite the first's figure;
+    the same files and options find the same name (a redraw replaces it)."""
+    for folder, rows in (("a", "1,2,x\n3,4,y\n"), ("b", "1,2,x\n5,6,y\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "mine.csv").write_text("u,v,c\n" + rows)
+    first, second = ({"dataset.train": str(tmp_path / f / "mine.csv"),
+                      "dataset.test_fraction": 0.3} for f in "ab")
+    assert own_files_label(first).startswith("file-mine-")
+    assert own_files_label(first) != own_files_label(second)
+    assert own_files_label(first) == own_files_label(dict(first))
+    assert own_files_label(first) != own_files_label({**first, "dataset.test_fraction": 0.5})

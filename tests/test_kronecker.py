@@ -92,7 +92,7 @@ def test_liblinear_weights_reproduce_liblinear_decisions(first_class):
     seed_liblinear(1)  # LIBLINEAR on its own, same problem and shuffling seed
     model = train(np.where(y_idx == 1, 1.0, -1.0), Z, "-s 3 -c 0.8 -q")
     _, _, vals = predict(np.zeros(120), Z, model, "-q")
-    sign = 1 if model.get_labels()[0] == 1 else -1  # DESIGN §7
+    sign = 1 if model.get_labels()[0] == 1 else -1  # docs/design.md §Released code
     ref = sign * np.asarray(vals)[:, 0]  # LIBLINEAR's decision for class 1
     W, b = split_weights(Wz, 6, 4)
     assert W.shape == (1, 6, 4) and b.shape == (1, 6)

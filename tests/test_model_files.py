@@ -186,7 +186,7 @@ def test_bad_data_files_are_one_line_errors(kept, capsys):
     unseen = _csv(tmp_path / "unseen.csv", X_te, np.array(["huge"] * len(X_te)))
     assert "'huge' the model never saw" in _error(capsys, "predict", model, str(unseen))
     headless = _csv(tmp_path / "headless.csv", X_te[:, :2], truth, header=False)
-    assert "missing the column(s)" in _error(capsys, "predict", model, str(headless))
+    assert "the header line is missing" in _error(capsys, "predict", model, str(headless))
     assert "a directory: give a data file" in _error(capsys, "predict", model, str(tmp_path))
     assert "no such data file" in _error(capsys, "predict", model, str(tmp_path / "no.csv"))
 
@@ -395,9 +395,9 @@ def test_an_svmlight_file_with_more_features_is_one_line(tmp_path, capsys):
     wide = np.hstack([X, X[:, :1]])
     dump_svmlight_file(wide, y, str(tmp_path / "wide.svm"), zero_based=False)
     line = _error(capsys, "predict", model, str(tmp_path / "wide.svm"))
-    assert "wide.svm: lines 1-200: a feature index beyond the model's 4 features" in line
+    assert "wide.svm: line 1: feature index 5, beyond the model's 4 features" in line
     (tmp_path / "nan.svm").write_text("1 1:0.5 2:nan\n")
-    assert "nan.svm: lines 1-1: NaN/inf value at row 1, column 2" in _error(
+    assert "nan.svm: NaN/inf value at row 1, column 2 (line 1, feature index 2)" in _error(
         capsys, "predict", model, str(tmp_path / "nan.svm"))
 
 

@@ -51,6 +51,45 @@ def test_the_range_shown_is_the_one_a_run_enforces(tmp_path, capsys):
     assert f"  {err.rsplit('must be ', 1)[1]}  " in shown
 
 
+def _run_error(capsys, tmp_path, *overrides) -> str:
+    with pytest.raises(SystemExit):
+        main(["run", *overrides, f"results_dir={tmp_path}"])
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    return err
+
+
+def test_a_huge_n_anchors_is_refused_naming_it_and_agreeing_with_models(tmp_path, capsys):
+    """`llc-bench models llsvm` says n_anchors is capped at the training rows and at most
+    kmeans_sample; a run asked for 1e9 anchors says which of the two stops it, naming
+    coding.n_anchors and the way out (1e9 itself is a float: the integer is named)."""
+    main(["models", "llsvm"])
+    shown = next(x for x in capsys.readouterr().out.splitlines()
+                 if x.startswith("coding.n_anchors "))
+    assert "capped at the number of training rows; at most kmeans_sample" in shown
+    err = _run_error(capsys, tmp_path, "model=llsvm", "coding.n_anchors=1e9")
+    assert err == ("llc-bench: error: coding.n_anchors=1000000000.0: must be an int >= 1 (a "
+                   "number written with an exponent or a decimal point is read as a float: "
+                   "write 1000000000)")
+    err = _run_error(capsys, tmp_path, "model=llsvm", "coding.n_anchors=1000000000")
+    assert err == ("llc-bench: error: coding.n_anchors=1000000000: more anchors than the "
+                   "trainer.kmeans_sample=20000 rows k-means places them on: at most 20000, or "
+                   "trainer.kmeans_sample=null to place them on every training row (n_anchors "
+                   "is capped at the number of training rows)")
+
+
+def test_n_anchors_above_the_training_rows_is_capped_and_said(tmp_path, capsys):
+    """With no k-means sample (or a model without one), more anchors than training rows run
+    on as many anchors as rows, as `llc-bench models` promises, and the run says so."""
+    main(["run", "model=lcc_svm_lcc", "dataset=banana", "dataset.max_train=60", "tune=off",
+          "coding.n_anchors=1000000000", "trainer.C=1", f"results_dir={tmp_path}",
+          f"data.home={tmp_path / 'home'}", f"data.mirrors=[{REPO / 'datasets'}]",
+          "data.download=false"])
+    captured = capsys.readouterr()
+    assert ("llc-bench: warning: coding.n_anchors=1000000000: the model has 60 anchors "
+            "(capped at the number of training rows, 60)") in captured.err
+
+
 def test_a_model_without_its_own_search_shows_no_search(capsys):
     main(["models", "linear"])   # its grid CV is its selection under tune=auto
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""The README's examples run, and its sample output is what a real run prints."""
+"""The examples of the README and of the docs pages (docs/**/*.md) run, and their sample
+output is what a real run prints."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ import sys
 import pytest
 from conftest import MIRROR, REPO, llc
 
-README = (REPO / "README.md").read_text()
-BLOCKS = re.findall(r"```(\w*)\n(.*?)```", README, re.S)
-#: examples that need files a reader makes first (the model file of the predict example,
-#: the wine files): run in a scratch directory by test_the_keep_and_apply_sample_is_a_real_run
+#: the README and every docs page, by path relative to the repository
+DOCS = {path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8")
+        for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]}
+README = DOCS["README.md"]
+#: (page, language, body) of every fenced block
+BLOCKS = [(page, lang, body) for page, text in DOCS.items()
+          for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S)]
+#: the page whose examples make files and run in order (the wine files, the model file):
+#: test_the_keep_and_apply_sample_is_a_real_run
+KEEP_PAGE = "docs/guide/keep.md"
+#: examples that need files a reader makes first: run by that test
 NEEDS_FILES = ("scratch/models/", "wine.")
 
 
@@ -22,17 +30,27 @@ def _masked(line: str) -> str:
     return re.sub(r"\d+\.\d+s", "#s", line)
 
 
-@pytest.mark.parametrize("code", [body for lang, body in BLOCKS if lang == "python"
-                                  and not any(n in body for n in NEEDS_FILES)])
-def test_python_examples_run(code, monkeypatch):
+def _python_examples() -> dict:
+    """Each distinct ```python block (but those that need files) -> the first page showing it."""
+    out: dict = {}
+    for page, lang, body in BLOCKS:
+        if lang == "python" and not any(n in body for n in NEEDS_FILES):
+            out.setdefault(body, page)
+    return out
+
+
+@pytest.mark.parametrize("code,page", list(_python_examples().items()),
+                         ids=[f"{page}:{i}" for i, page in
+                              enumerate(_python_examples().values())])
+def test_python_examples_run(code, page, monkeypatch):
     monkeypatch.chdir(REPO)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(code, page, "exec"), namespace)  # noqa: S102 - our own docs
 
 
 def test_the_quick_start_output_is_a_real_run(tmp_path, capsys):
     """`make run`'s sample: the same result lines (hash, accuracy, hinge), timings aside."""
-    sample = next(body for lang, body in BLOCKS if "#0 : model=linear" in body)
+    sample = next(body for _, lang, body in BLOCKS if "#0 : model=linear" in body)
     expected = [_masked(line) for line in sample.splitlines() if " | seed " in line]
     code, out, err = llc(capsys, "run", "-m", "model=linear,llsvm",
                          f"results_dir={tmp_path / 'scratch'}", "data.download=false",
@@ -46,11 +64,12 @@ def test_the_quick_start_output_is_a_real_run(tmp_path, capsys):
             assert re.sub(r"\d+\.\d+ s", "# s", line) in re.sub(r"\d+\.\d+ s", "# s", out)
 
 
-def _shell_commands() -> list[str]:
-    """Every command of the README's bash blocks, continuation lines joined, comments cut."""
+def _shell_commands(pages=None) -> list[str]:
+    """Every command of the bash blocks (of ``pages``, default all), continuation lines
+    joined, comments cut."""
     out = []
-    for lang, body in BLOCKS:
-        if lang != "bash":
+    for page, lang, body in BLOCKS:
+        if lang != "bash" or (pages is not None and page not in pages):
             continue
         for command in re.sub(r"\\\n\s*", "", body).splitlines():
             command = re.sub(r"\s+#.*$", "", command).strip()
@@ -59,7 +78,7 @@ def _shell_commands() -> list[str]:
     return out
 
 
-#: README commands a test runs (cheap: seconds, offline); each runs in a scratch directory
+#: commands of the docs a test runs (cheap: seconds, offline); each runs in a scratch directory
 CHEAP = ("llc-bench run --cfg job", "llc-bench run --help", "llc-bench models llsvm",
          "llc-bench tables --list")
 #: commands that read the scratch store `make run` fills (the test fills it first)
@@ -86,16 +105,18 @@ EXPENSIVE = {
 }
 
 
-def test_every_shell_command_of_the_readme_is_run_or_marked_expensive():
+def test_every_shell_command_of_the_docs_is_run_or_marked_expensive():
     commands = _shell_commands()
     assert len(commands) > 30
-    keep = re.sub(r"\\\n\s*", "", README[README.index("## Keep and apply a model"):])
+    keep = _shell_commands([KEEP_PAGE])  # run in order by test_the_keep_and_apply_sample_...
     unmarked = [c for c in commands if c not in CHEAP + AFTER_MAKE_RUN + WITH_MIRROR
-                and c not in keep  # run in order by test_the_keep_and_apply_sample_...
+                and c not in keep
                 and not any(c.startswith(prefix) for prefix in EXPENSIVE)]
-    assert not unmarked, f"README commands neither run by a test nor marked expensive: {unmarked}"
-    missing = [c for c in CHEAP + AFTER_MAKE_RUN + WITH_MIRROR if c not in README]
-    assert not missing, f"commands tested here that the README no longer shows: {missing}"
+    assert not unmarked, f"commands of the docs neither run by a test nor marked expensive: " \
+                         f"{unmarked}"
+    text = "\n".join(DOCS.values())
+    missing = [c for c in CHEAP + AFTER_MAKE_RUN + WITH_MIRROR if c not in text]
+    assert not missing, f"commands tested here that the docs no longer show: {missing}"
 
 
 @pytest.mark.parametrize("command", CHEAP)
@@ -106,7 +127,7 @@ def test_cheap_commands_of_the_readme_run(command, capsys, tmp_path, monkeypatch
 
 
 def test_the_results_examples_run_on_the_store_make_run_fills(capsys, tmp_path, monkeypatch):
-    """`make run` writes results-scratch/; the README's `llc-bench results` lines read it."""
+    """`make run` writes results-scratch/; the docs' `llc-bench results` lines read it."""
     import shlex
 
     monkeypatch.chdir(tmp_path)
@@ -138,11 +159,11 @@ def test_the_readme_runs_that_need_the_mirror(command, capsys, tmp_path, monkeyp
     assert re.search(r"^magic04 \| linear \| seed 0 \| test acc ", out, re.M), out
 
 
-def test_every_llc_bench_subcommand_in_the_readme_exists():
+def test_every_llc_bench_subcommand_in_the_docs_exists():
     from llc_bench.cli import USAGE
 
     used = set(re.findall(r"^\s*llc-bench (\w+)", "\n".join(
-        body for lang, body in BLOCKS if lang == "bash"), re.M))
+        body for _, lang, body in BLOCKS if lang == "bash"), re.M))
     listed = set(re.findall(r"^  (\w+) ", USAGE, re.M))
     assert used and used <= listed, used - listed
     assert os.path.exists(REPO / "Makefile")
@@ -162,11 +183,10 @@ def _cells(line: str) -> list:
 
 def test_the_keep_and_apply_sample_is_a_real_run(tmp_path, capsys, monkeypatch):
     """"Keep and apply a model": its commands, run in order, print its sample output."""
-    section = README[README.index("## Keep and apply a model"):]
-    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)[:6]
+    blocks = [(lang, body) for page, lang, body in BLOCKS if page == KEEP_PAGE][:6]
     (_, write), (_, commands), (_, printed), (_, preds), (_, python), (_, shown) = blocks
     monkeypatch.chdir(tmp_path)
-    exec(compile(write, "README.md", "exec"), {})  # noqa: S102 - our own README
+    exec(compile(write, KEEP_PAGE, "exec"), {})  # noqa: S102 - our own docs
     out = []
     for command in commands.replace("\\\n", " ").splitlines():
         extra = ["progress=off"] if command.startswith("llc-bench run") else []
@@ -183,8 +203,14 @@ def test_the_keep_and_apply_sample_is_a_real_run(tmp_path, capsys, monkeypatch):
     assert done.stdout.splitlines() == shown.splitlines()
 
 
-def test_the_readme_s_counts_are_those_of_the_committed_summary():
-    """The README's table of what the committed build reproduces is results/tables/README.md's
+#: a row of the table of what the committed build reproduces, as the README and the tables
+#: page show it
+COUNTS_ROW = r"^\| \[.+?\]\(results/tables/(\w+)\.md\) \|(.*)\|$"
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/tables.md"])
+def test_the_counts_shown_are_those_of_the_committed_summary(page):
+    """The table of what the committed build reproduces is results/tables/README.md's
     (compared, within, better, worse, paper only), and so is its all-tables line."""
     summary = (REPO / "results" / "tables" / "README.md").read_text()
     ours, theirs = {}, {}
@@ -193,10 +219,13 @@ def test_the_readme_s_counts_are_those_of_the_committed_summary():
         if m:
             cells = [c.strip() for c in m.group(2).split("|")]
             theirs[m.group(1)] = [*cells[:4], cells[4].split()[0]]
-    for line in README.splitlines():
-        m = re.match(r"\| \[.+?\]\(results/tables/(\w+)\.md\) \|(.*)\|$", line)
-        if m:
-            ours[m.group(1)] = [c.strip() for c in m.group(2).split("|")]
+    for m in re.finditer(COUNTS_ROW, DOCS[page], re.M):
+        ours[m.group(1)] = [c.strip() for c in m.group(2).split("|")]
     assert ours and ours == theirs
     total = r"All tables: \d+ cells compared, \d+ within, \d+ better, \d+ worse \(\d+ of the worse"
-    assert re.search(total, summary).group(0) == re.search(total, README).group(0)
+    assert re.search(total, summary).group(0) == re.search(total, DOCS[page]).group(0)
+
+
+def test_every_page_showing_the_counts_is_checked():
+    showing = {page for page, text in DOCS.items() if re.search(COUNTS_ROW, text, re.M)}
+    assert showing == {"README.md", "docs/tables.md"}

@@ -159,3 +159,43 @@ def test_summary_line_says_what_it_times(tmp_path):
     assert "| test acc " in line and " val " not in line
     record["data"] = {**record["data"], "validation": {"fraction": "0.25"}}
     assert "| val acc " in runner.summary_line(record)
+
+
+def test_a_file_where_the_model_files_go_is_refused_before_the_fit(tmp_path, monkeypatch):
+    """save_model=true with results_dir/models a file: one error naming results_dir and
+    the way out, before any data is read or model fitted; the file is left as it was."""
+    cfg = compose_run("trainer.C=1.0", "save_model=true", tmp_path=tmp_path)
+    models = tmp_path / "results" / "models"
+    models.parent.mkdir()
+    models.write_text("mine")
+
+    class NotFitted(LinearSVMClassifier):
+        def fit(self, X, y, eval_set=None):
+            raise AssertionError("fitted before the check")
+
+    monkeypatch.setattr(runner, "build_estimator", lambda config: NotFitted(C=1.0))
+    lines: list[str] = []
+    with pytest.raises(ConfigError, match=(
+            f"results_dir={tmp_path / 'results'}: {models} is a file, not a directory: "
+            "save_model=true writes the model files there; move it away")):
+        runner.run_experiment(cfg, echo=lines.append)
+    assert models.read_text() == "mine" and not lines
+    assert list(ResultsStore(tmp_path / "results").records()) == []
+
+
+def test_a_model_file_that_cannot_be_written_keeps_the_run_s_record(tmp_path, monkeypatch):
+    import errno
+
+    from llc_bench.errors import ResultsError
+    from llc_bench.models import model_files
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(model_files, "save_model", full)
+    cfg = compose_run("trainer.C=1.0", "save_model=true", tmp_path=tmp_path)
+    with pytest.raises(ResultsError, match=r"save_model=true: cannot write .*\.llcm \(No space "
+                       r"left on device\); the run's record is kept in .*\.json"):
+        runner.run_experiment(cfg, echo=lambda line: None)
+    [(_, record, _)] = list(ResultsStore(tmp_path / "results").records())
+    assert "model_file" not in record and record["metrics"]["test_accuracy"] > 0.5

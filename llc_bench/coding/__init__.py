@@ -1,4 +1,4 @@
-"""Anchors and local codings γ(x) (DESIGN §3)."""
+"""Anchors and local codings γ(x) (docs/design.md §Local codings)."""
 
 from .anchors import ANCHOR_METHODS, MINIBATCH_THRESHOLD, fit_anchors
 from .local import (

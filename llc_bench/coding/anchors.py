@@ -1,4 +1,4 @@
-"""Anchor points v_1..v_m for the local codings (DESIGN §3).
+"""Anchor points v_1..v_m for the local codings (docs/design.md §Local codings).
 
 Two rules:
 
@@ -10,7 +10,7 @@ Two rules:
   use exact k-means).  Two opt-in speed-ups (off by default, so the anchors
   are today's): ``sample_rows`` runs k-means on a seeded random sample of that many
   rows, ``tol`` replaces scikit-learn's 1e-4 stopping tolerance.
-* ``random_per_class`` (Ladický's released LL-SVM code, DESIGN §7): random
+* ``random_per_class`` (Ladický's released LL-SVM code, docs/design.md §Released code): random
   training points, the m anchors split as evenly as possible between classes.
 * ``kmeans_per_class``: the same split between classes, each class's share by
   k-means on that class's rows (every class gets anchors of its own, as in

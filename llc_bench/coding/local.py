@@ -1,4 +1,4 @@
-"""Local codings γ(x) over m anchors (DESIGN §3).
+"""Local codings γ(x) over m anchors (docs/design.md §Local codings).
 
 A coding maps each sample to its k active anchors and their weights (k values,
 non-negative, summing to 1), stored as two arrays of shape (n, k):
@@ -31,20 +31,20 @@ invariant to the scale of the data and to the dimension D, which a fixed
 number such as β = 1 is not (squared distances grow with D after standard
 scaling).
 
-* ``adaptive_knn`` — LLC-JO Alg. 1, the k*-NN rule (Anava & Levy 2016; DESIGN
-  §3): η_i = μ d_(i), the squared distances of the nearest anchors in ascending
+* ``adaptive_knn`` — LLC-JO Alg. 1, the k*-NN rule (Anava & Levy 2016; docs/design.md
+  §Local codings): η_i = μ d_(i), the squared distances of the nearest anchors in ascending
   order scaled by μ ("the Lipschitz to noise ratio"); grow k while
   λ_k > η_{k+1}, with λ_k = (1/k)(Σ_{i≤k} η_i + sqrt(k + (Σ η_i)² - k Σ η_i²))
   (JO eq. 21 without its stray k*); γ_i = (λ - η_i)/Σ_{j≤k*}(λ - η_j) (eq. 19)
   for i ≤ k*, 0 beyond.  Choices: d is the *squared* distance (JO §4.1 "we adopt
   squared Euclidean distance", and the authors' code scales squared distances
-  by μ, DESIGN §7); ``k`` is an upper bound on k* (rows of k slots, the unused
+  by μ, docs/design.md §Released code); ``k`` is an upper bound on k* (rows of k slots, the unused
   ones padded with weight 0; k* = k when the rule would go further), so a code
   has the same shape as the fixed-k codings and the prediction cost stays
   O(k).  η is shifted by η_1 before the rule (λ shifts with it, the weights are
   unchanged) to keep the sums small.  The per-row k* is ``LocalCode.n_active``.
 
-Anchor gradients (LLC-SAPL, LLC-JO; DESIGN §3).  With h_j = W_j x + b_j and
+Anchor gradients (LLC-SAPL, LLC-JO; docs/design.md §Local codings).  With h_j = W_j x + b_j and
 f = Σ_j γ_j h_j, for an active anchor v_j:
 
 * soft_knn (SAPL eq. 13-16 simplified):  ∂f/∂v_j = 2β γ_j (h_j - f)(x - v_j);
@@ -405,7 +405,7 @@ def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
 
     ``x`` (D,), ``V_active`` (k, D) the sample's k nearest anchors, ``d`` (k,) their
     squared distances, ``h`` (k,) the per-anchor outputs h_j = W_j x + b_j.
-    Closed forms of DESIGN §3; anchors with γ_j = 0 (beyond k*) get 0.
+    Closed forms of docs/design.md §Local codings; anchors with γ_j = 0 (beyond k*) get 0.
     """
     gam, g = coding.gradient_factors(d)
     coef = g * (h - gam @ h)  # g_j (h_j - f)

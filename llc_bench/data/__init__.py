@@ -1,4 +1,5 @@
-"""Data layer: dataset specs, file resolution, parsing, splits and scaling (DESIGN §2).
+"""Data layer: dataset specs, file resolution, parsing, splits and scaling
+(docs/design.md §Datasets).
 
 >>> from llc_bench.data import load_dataset
 >>> ds = load_dataset("banana", seed=0)            # doctest: +SKIP

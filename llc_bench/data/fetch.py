@@ -1,4 +1,4 @@
-"""Finding dataset files: data home, then mirrors, then download (DESIGN §2).
+"""Finding dataset files: data home, then mirrors, then download (docs/design.md §Datasets).
 
 * Data home: the ``home`` argument, else ``$LLC_BENCH_DATA``, else the checkout's
   ``datasets/`` directory, else ``~/.cache/llc-bench``. Downloads and the parsed-array

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +27,19 @@ import scipy.io
 import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
-from llc_bench.data.compression import open_binary, read_bytes
+from llc_bench.data.compression import compression_of, open_binary, read_bytes
 from llc_bench.data.spec import canonical_label
-from llc_bench.errors import DatasetError
+from llc_bench.errors import DatasetError, LLCBenchWarning
+
+#: a CSV of at least this many columns is warned about (with the size it will take) before
+#: it is parsed: pandas parses it into a dense table, and the models' cost grows with it
+WIDE_CSV_COLUMNS = 10_000
+#: a text column one-hot encoded into at least this many indicator columns is warned about
+#: (with the size of its dense block) before the block is made
+MANY_CATEGORIES = 1_000
+#: the first line read to count a CSV's columns is cut here (a line of 10,000 numbers takes
+#: some 100 kB)
+FIRST_LINE_BYTES = 1 << 24
 
 IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
@@ -268,6 +279,69 @@ def _row_numbers(series: pd.Series) -> bool:
     return bool(np.all(steps == 1.0) and values.iloc[0] in (0, 1))
 
 
+def _size(n_bytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.3g} {unit}"
+    return f"{n_bytes:.0f} bytes"
+
+
+def warn_if_wide(path: Path, options: Mapping) -> None:
+    """Warn, before it is parsed, about a delimited file of ``WIDE_CSV_COLUMNS`` columns or
+    more: its columns, size and the memory of its dense float64 matrix."""
+    skip = options.get("skip_rows", 0) or 0
+    with open_binary(path) as fh:
+        for number, raw in enumerate(iter(lambda: fh.readline(FIRST_LINE_BYTES), b""), 1):
+            if number > skip and raw.strip():
+                break
+        else:
+            return
+    text = raw.decode(_encoding(options), errors="replace")
+    sep = _separator(options)
+    columns = len(text.split()) if sep is None else text.count(sep) + 1
+    if columns < WIDE_CSV_COLUMNS:
+        return
+    size = path.stat().st_size
+    compressed = compression_of(path) != "none"
+    per_row = 8.0 * columns
+    if compressed or not raw.endswith(b"\n"):
+        rows, memory = "", f"{_size(1000 * per_row)} per 1,000 rows"
+    else:
+        n_rows = max(1, round(size / len(raw)))
+        rows, memory = f", about {n_rows:,} rows", f"about {_size(n_rows * per_row)}"
+    warnings.warn(f"{path}: {columns:,} columns in a {_size(size)}"
+                  f"{' compressed' if compressed else ''} file{rows}: its dense float64 "
+                  f"matrix will take {memory} (8 bytes a value; parsing takes more), and every "
+                  "model's cost grows with the columns; a sparse file (dataset.format=svmlight) "
+                  "holds only the non-zero values", LLCBenchWarning, stacklevel=2)
+
+
+def _warn_many_categories(path, column, position: int, n_categories: int, n_rows: int):
+    """Warn about a text column to be one-hot encoded into ``MANY_CATEGORIES`` or more
+    indicator columns, before its dense block is made."""
+    warnings.warn(f"{path or 'the data'}: feature column {str(column)!r} (column "
+                  f"{position + 1} of the features) holds {n_categories:,} distinct values: "
+                  f"one-hot encoded, {n_categories:,} columns, a dense {n_rows:,} x "
+                  f"{n_categories:,} block of {_size(8.0 * n_rows * n_categories)}, and every "
+                  "model's cost grows with the columns; an id or free text? "
+                  f"dataset.drop_columns=[{column}] leaves it out", LLCBenchWarning,
+                  stacklevel=3)
+
+
+def _may_hold_row_numbers(frame: pd.DataFrame, columns: list[int]) -> list[int]:
+    """Of ``columns``, those ``_row_numbers`` must look at: a number column is left out at
+    once (all together, not one by one: a file of 10,000 columns) unless its first two
+    values are 0, 1 or 1, 2."""
+    if len(frame) < 2:
+        return []
+    dtypes = frame.dtypes.to_numpy()
+    number = [c for c in columns if dtypes[c].kind in "iuf"]
+    head = frame.iloc[:2, number].to_numpy(dtype=np.float64)
+    starts = np.isin(head[0], (0.0, 1.0)) & (head[1] == head[0] + 1)
+    left_out = set(number) - set(np.asarray(number, dtype=np.int64)[starts].tolist())
+    return [c for c in columns if c not in left_out]
+
+
 def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndarray:
     """Indicator columns, one block per column, in the order of ``categories``; a value not
     among them is an error, or (``unknown="zeros"``: categories learned from other rows)
@@ -291,6 +365,30 @@ def _one_hot(frame: pd.DataFrame, categories, unknown: str = "error") -> np.ndar
     return np.hstack(blocks) if blocks else np.zeros((len(frame), 0))
 
 
+def input_columns(names, vocabulary, n_features: int, options: Mapping) -> list[str] | None:
+    """The columns of X, in order, of a delimited file read with ``options``: its feature
+    columns' names (``column N`` without a header), a one-hot column (``vocabulary``:
+    categories by name, or by position as text) as one ``name=category`` indicator per
+    category. None when they are unknown (no header and no one-hot column)."""
+    vocabulary = vocabulary or {}
+    if names is None:
+        if not vocabulary:
+            return None
+        wide = sum(len(v) - 1 for v in vocabulary.values())  # the extra indicator columns
+        label = options.get("label_column", -1)
+        dropped = [c for c in options.get("drop_columns") or () if isinstance(c, int)]
+        total = n_features - wide + (label is not None) + len(dropped)
+        skipped = {c % total for c in [*dropped, *([label] if isinstance(label, int) else [])]}
+        positions = [c for c in range(total) if c not in skipped]
+        keys, names = [str(c) for c in positions], [f"column {c + 1}" for c in positions]
+    else:
+        keys = names = [str(n) for n in names]
+    columns = [c for key, name in zip(keys, names, strict=True)
+               for c in ([f"{name}={v}" for v in vocabulary[key]] if key in vocabulary
+                         else [name])]
+    return columns if len(columns) == n_features else None
+
+
 class _BadCell(ValueError):
     def __init__(self, row: int, position: int, value):
         super().__init__(f"non-numeric value {value!r} in row {row + 1}, feature column "
@@ -298,8 +396,8 @@ class _BadCell(ValueError):
         self.row, self.position, self.value = row, position, value
 
 
-def _numeric(frame: pd.DataFrame, categorical: str,
-             vocabulary: Mapping | None = None) -> tuple[np.ndarray, bool, dict]:
+def _numeric(frame: pd.DataFrame, categorical: str, vocabulary: Mapping | None = None,
+             path: Path | None = None) -> tuple[np.ndarray, bool, dict]:
     """Numeric feature matrix; string columns are one-hot encoded (``categorical: onehot``)
     or rejected. Second item: whether X's columns are the frame's columns one to one; third:
     the categories of each one-hot column, by column name (or position as text).
@@ -322,6 +420,8 @@ def _numeric(frame: pd.DataFrame, categorical: str,
             blocks.append(numbers.to_numpy(dtype=np.float64)[:, None])
         elif categorical == "onehot":
             categories = sorted({canonical_label(v) for v in series.dropna().unique()})
+            if len(categories) >= MANY_CATEGORIES:
+                _warn_many_categories(path, column, position, len(categories), len(series))
             blocks.append(_one_hot(series.to_frame(), categories))
             expanded, learned[str(column)] = True, categories
         else:
@@ -437,7 +537,8 @@ def _check_columns(path: Path, frame: pd.DataFrame, dropped: set, header: bool, 
     if header:  # data_skip: the header's line
         names = _header_names(path, data_skip, _separator(options), options)
         names = names if len(names) == frame.shape[1] else None
-    empty = [c for c in range(frame.shape[1]) if c not in dropped and frame.iloc[:, c].isna().all()]
+    none = frame.isna().all(axis=0).to_numpy()
+    empty = [c for c in range(frame.shape[1]) if c not in dropped and none[c]]
     named = [names[c] for c in empty if names and names[c]]
     if named:  # a named column without a value (all empty, NA or a dataset.na_values mark)
         raise FileProblem(f"{_numbered(empty, names)} of {frame.shape[1]} "
@@ -458,6 +559,27 @@ def _check_columns(path: Path, frame: pd.DataFrame, dropped: set, header: bool, 
         seen.setdefault(name, c)
 
 
+def _no_feature_left(frame: pd.DataFrame, label, header: bool, options: Mapping) -> str:
+    """``dataset.drop_columns`` leaving no feature column: which columns the file has."""
+    given = ",".join(map(str, options.get("drop_columns") or ()))
+    held = "" if label is None else (f" ({_describe_column(label, frame.columns, header)} "
+                                     "the label)")
+    return (f"dataset.drop_columns=[{given}] leaves no feature column of the file's "
+            f"{frame.shape[1]}{held}: drop fewer columns")
+
+
+def _every_row_missing(features: pd.DataFrame) -> str:
+    """``dataset.missing=drop_rows`` dropping every row: the columns missing most often."""
+    counts = features.isna().sum().sort_values(ascending=False, kind="stable")
+    counts = counts[counts > 0]
+    shown = ", ".join(f"{str(name)!r} on {count} rows" for name, count in counts.iloc[:5].items())
+    return (f"every one of its {len(features)} rows misses a feature value, so "
+            f"dataset.missing=drop_rows leaves none (missing: {shown}"
+            f"{', ...' if len(counts) > 5 else ''}): leave the columns missing most often out "
+            f"with dataset.drop_columns=[{','.join(map(str, counts.index[:2]))}], or fill in "
+            "the values")
+
+
 def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
                     lines_before: int = 0) -> Parsed:
     """UCI-style delimited text: label in any column, optional header, string labels.
@@ -466,6 +588,7 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
     ``lines_before``: lines of ``fh``'s file already consumed (for line numbers).
     """
     if fh is None:
+        warn_if_wide(path, options)
         with open_binary(path) as handle:
             return parse_delimited(path, options, kind, handle)
     header = options.get("header", False)
@@ -513,6 +636,8 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
     label = options.get("label_column", -1) if kind == "xy" else None
     label = None if label is None else _column_index(label, frame.columns, "label_column")
     feature_columns = [c for c in range(n_columns) if c != label and c not in dropped]
+    if not feature_columns and dropped:
+        raise FileProblem(_no_feature_left(frame, label, header, options))
     if header and feature_columns and str(frame.columns[feature_columns[0]]).startswith(
             "Unnamed: ") and _row_numbers(frame.iloc[:, feature_columns[0]]):
         column = feature_columns[0]
@@ -521,19 +646,22 @@ def parse_delimited(path: Path, options: Mapping, kind: str = "xy", fh=None,
                           "(pandas' to_csv or R's write.csv writes one), not a feature: set "
                           f"dataset.drop_columns=[{column}]")
     features = frame.iloc[:, feature_columns]
-    counted = [str(frame.columns[c]) if header else str(c) for c in feature_columns
+    counted = [str(frame.columns[c]) if header else str(c)
+               for c in _may_hold_row_numbers(frame, feature_columns)
                if _row_numbers(frame.iloc[:, c])]
     if counted:  # an id column taken for a feature (reader.read_source warns)
         meta["row_number_columns"] = counted
     if options.get("missing") == "drop_rows":   # rows with a missing feature (na_values)
         keep = features.notna().all(axis=1).to_numpy()
+        if len(keep) and not keep.any():
+            raise FileProblem(_every_row_missing(features))
         frame, features = frame[keep], features[keep]
         meta["dropped_rows_missing_values"] = int((~keep).sum())
     categories = options.get("one_hot_categories")
     try:
         X, one_to_one, learned = ((_one_hot(features, categories), False, {}) if categories
                                   else _numeric(features, options.get("categorical", "error"),
-                                                options.get("one_hot_columns")))
+                                                options.get("one_hot_columns"), path))
     except _BadCell as exc:
         raise FileProblem(_bad_cell_message(exc, path, frame, feature_columns, data_skip,
                                             header, sep, label)) from exc
@@ -660,6 +788,15 @@ def parse_file(path: Path, fmt: str, options: Mapping, kind: str = "xy",
         raise DatasetError(f"{path}: {exc}") from exc
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{path}: {_not_text(path, options, exc)}") from exc
+    except pd.errors.ParserError as exc:  # pandas counts the lines of what it was given
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if found is None:
+            detail = (str(exc).strip().splitlines() or ["no detail"])[0][:300]
+            raise DatasetError(f"{path}: cannot parse as {fmt} (ParserError: {detail})") \
+                from exc
+        expected, line, saw = map(int, found.groups())
+        raise DatasetError(f"{path}: line {line + lines_before}: {saw} fields where the lines "
+                           f"above have {expected}") from exc
     except Exception as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise DatasetError(f"{path}: cannot parse as {fmt} "

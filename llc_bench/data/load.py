@@ -18,7 +18,7 @@ from llc_bench.data.fetch import (
     resolve_source,
     source_files,
 )
-from llc_bench.data.formats import labels_from_values
+from llc_bench.data.formats import input_columns, labels_from_values
 from llc_bench.data.preprocess import (
     build_coder,
     fit_center,
@@ -404,8 +404,11 @@ def _preprocess(source, provenance, parts, X_tr, value_scale, scaler, coder) -> 
             options["one_hot_columns"] = record["categories"]
     names = next((p.feature_names for p in parts.values()
                   if getattr(p, "feature_names", None)), None)
+    columns = (input_columns(names, options.get("one_hot_columns"), int(X_tr.shape[1]),
+                             options) if source.files[0].format == "csv" else None)
     return {"format": source.files[0].format, "options": options,
             "n_features": int(X_tr.shape[1]), "feature_names": names,
+            "input_columns": columns,
             "value_scale": value_scale, "sparse": bool(sp.issparse(X_tr)),
             "mean": None if scaler is None else scaler.mean,
             "scale": None if scaler is None else scaler.scale,

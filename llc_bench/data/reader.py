@@ -96,7 +96,7 @@ def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
     """Where X[row, column] is in a csv or svmlight file: `` (line L, ...)``, else ``""``."""
     try:
         if meta.get("format") == "svmlight":
-            line = data_line(path, row, 0, b"#")
+            line = data_line(path, row, meta.get("data_skip", 0), b"#")
             return f" (line {line}, feature index {column + meta['index_offset']})"
         if meta.get("format") == "csv":
             line = data_line(path, row, meta["data_skip"])
@@ -109,21 +109,23 @@ def _in_file(path: Path, meta: dict, row: int, column: int) -> str:
     return ""
 
 
-def check_values(path: Path, X, meta: dict, where: str = "", missing_hint: str = "") -> None:
+def check_values(path: Path, X, meta: dict, where: str = "", missing_hint: str = "",
+                 first_row: int = 0) -> None:
     """A DatasetError naming the first NaN/inf value of X, or the first beyond
     ±MAX_ABS_VALUE, and where it is in ``path`` (``meta``: the parser's; ``where``: a
     prefix such as ``lines 9-16: `` when the rows are a block of the file;
-    ``missing_hint``: said after a NaN, a missing value)."""
+    ``missing_hint``: said after a NaN, a missing value; ``first_row``: the file's data rows
+    before X's, which the row number counts)."""
     bad = _first_bad(X)
     if bad is not None:
         hint = missing_hint if np.isnan(X[bad[0], bad[1]]) else ""
-        raise DatasetError(f"{path}: {where}NaN/inf value at row {bad[0] + 1}, column "
-                           f"{bad[1] + 1}{_in_file(path, meta, *bad)}{hint}")
+        raise DatasetError(f"{path}: {where}NaN/inf value at row {first_row + bad[0] + 1}, "
+                           f"column {bad[1] + 1}{_in_file(path, meta, *bad)}{hint}")
     huge = _first_huge(X)
     if huge is not None:
         row, column, value = huge
-        raise DatasetError(f"{path}: {where}value {value:g} at row {row + 1}, column "
-                           f"{column + 1}{_in_file(path, meta, row, column)} is beyond "
+        raise DatasetError(f"{path}: {where}value {value:g} at row {first_row + row + 1}, "
+                           f"column {column + 1}{_in_file(path, meta, row, column)} is beyond "
                            f"±{MAX_ABS_VALUE:g}: its square overflows in the scaling and "
                            "the models; rescale that column in the file (other units)")
 

@@ -31,6 +31,8 @@ codes of ``lcc_lasso`` (a weighted LASSO solved per row by coordinate descent).
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -398,14 +400,46 @@ def _builder(est):
                       f"{reasons.get(type(est), 'no graph for this class')}")
 
 
-def export_onnx(model_path, out) -> Path:
-    """Write the ONNX graph of a model file to ``out`` (checked with onnx's checker)."""
+def input_columns(pre: dict | None) -> list[str] | None:
+    """The columns the graph's input X takes, in order (the model file's
+    ``preprocess.input_columns``; derived for a file written before it was kept)."""
+    from llc_bench.data.formats import input_columns as columns_of
+
+    if not pre:
+        return None
+    if "input_columns" in pre:
+        return pre["input_columns"]
+    if pre.get("format") != "csv":
+        return None
+    return columns_of(pre.get("feature_names"), pre["options"].get("one_hot_columns"),
+                      int(pre["n_features"]), pre["options"])
+
+
+def _input_doc(pre: dict | None, columns: list[str] | None) -> str:
+    """The doc string of the graph's input X."""
+    doc = ("the raw features (float64, one row per sample), before the saved preprocessing, "
+           "which the graph applies")
+    if columns:
+        doc += f"; its {len(columns)} columns: {', '.join(columns)}"
+    if pre and pre["options"].get("one_hot_columns"):
+        doc += (" (a one-hot column as one 0/1 indicator column per category of the "
+                "training file, name=category: the graph does no encoding)")
+    return doc
+
+
+def export_onnx(model_path, out, echo=None) -> Path:
+    """Write the ONNX graph of a model file to ``out`` (checked with onnx's checker); the
+    columns its input takes are in the input's doc string and the model's metadata
+    (``input_columns``). ``echo``: says so for a one-hot model."""
     try:
         import onnx
     except ImportError:
         raise ConfigError("ONNX export needs the onnx package: pip install onnx") from None
     from onnx import TensorProto
 
+    from llc_bench.files import check_not_input
+
+    check_not_input(out, {"model file": model_path}, "--onnx")
     model, meta = load_model(model_path)
     est = base_estimator(model)
     try:
@@ -420,16 +454,29 @@ def export_onnx(model_path, out) -> Path:
     g.op("Reshape", [f, g.const("out_shape", shape)], "decision")
     helper = g.helper
     n_features = int(getattr(est, "n_features_in_", 0))
+    pre = meta.get("preprocess")
+    columns = input_columns(pre)
     graph = helper.make_graph(
         g.nodes, "llc_bench",
-        [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [None, n_features])],
+        [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [None, n_features],
+                                       doc_string=_input_doc(pre, columns))],
         [helper.make_tensor_value_info("decision", TensorProto.DOUBLE,
                                        [None] if n_out == 1 else [None, n_out])], g.inits)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                    producer_name="llc-bench")
+    if columns:
+        helper.set_model_props(onnx_model, {"input_columns": json.dumps(columns)})
     onnx.checker.check_model(onnx_model, full_check=True)
     from llc_bench.files import atomic_write_bytes
 
     out = Path(out)
     atomic_write_bytes(out, onnx_model.SerializeToString())
+    vocabulary = (pre or {}).get("options", {}).get("one_hot_columns")
+    if echo is not None and vocabulary:
+        shown = ", ".join(columns[:8]) + (", ..." if len(columns) > 8 else "") if columns \
+            else f"{n_features} columns"
+        echo(f"llc-bench: note: {out}'s input X takes the one-hot columns "
+             f"({', '.join(vocabulary)}) expanded, one 0/1 indicator column per training "
+             f"category, as the model does: {shown} (the list is in the graph's metadata, "
+             "input_columns, and in the input's doc string)", file=sys.stderr)
     return out

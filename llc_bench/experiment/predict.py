@@ -3,7 +3,8 @@
 The rows are read with the parser and options the model was trained with, turned into its
 features by the saved preprocessing (value scale, the training split's scaler), and scored;
 one output row per input row: the predicted label, the decision values and, for a
-calibrated model, the probabilities.  When the file has a label column, the accuracy is
+calibrated model, the probabilities and the class of the highest one (each label column
+named by its rule).  When the file has a label column, the accuracy is
 printed too.
 
 The file is read in blocks of whole lines (:data:`BLOCK_BYTES` of text, as the row-store
@@ -64,6 +65,12 @@ def _kind(path: Path, pre: dict) -> str:
     if names and pre["options"].get("header") is not False:
         dropped = {fields[i] for i in _dropped(path, fields, pre)}
         missing = [c for c in names if c not in fields]
+        if len(missing) == len(names) and _values(fields) and not _values(names):
+            raise DatasetError(f"{path}: the header line is missing: the first line holds "
+                               f"values ({_joined(fields)}), and the model reads a file's "
+                               "columns by their names, as its training file had them: add "
+                               f"the header line ({_joined(names)}, and the label column's "
+                               "name when the file has labels)")
         extra = [c for c in fields if c not in names and c not in dropped]
         if missing:
             raise DatasetError(f"{path}: missing the column(s) {', '.join(missing[:5])} the "
@@ -81,6 +88,19 @@ def _kind(path: Path, pre: dict) -> str:
                            f"(expected {n}, or {n + 1} with the label column)"
                            f"{_separator_note(path, pre)}")
     return "xy" if len(fields) == n + 1 else "x"
+
+
+def _values(fields: list) -> bool:
+    """Whether most of a line's fields are numbers (data, not names)."""
+    from llc_bench.data.formats import _is_number
+
+    return sum(map(_is_number, fields)) * 2 >= len(fields) > 0
+
+
+def _joined(fields: list, limit: int = 5) -> str:
+    """The first ``limit`` fields as a line shows them."""
+    return ",".join(fields[:limit]) + (f",... ({len(fields)} fields)" if len(fields) > limit
+                                       else "")
 
 
 def _dropped(path: Path, columns: list, pre: dict) -> list[int]:
@@ -172,8 +192,36 @@ def _line_blocks(path: Path, skip_lines: int, block_bytes: int):
                 return
 
 
-def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, block: bytes):
-    """(X, label values or None) of one block, as the dataset readers parse the file."""
+def _svmlight_problem(block: bytes, line: int, n: int, zero_based: bool) -> str | None:
+    """``line N: reason`` for the first line of a block (after ``line`` lines of the file)
+    that the model's svmlight reader refuses, or None."""
+    from llc_bench.data.formats import _shown, _svmlight_line_problem
+
+    reads = ("the model reads svmlight files ('label index:value ...'), the format of its "
+             "training file")
+    for number, raw in enumerate(block.splitlines(), line + 1):
+        tokens = raw.split(b"#", 1)[0].split()
+        if not tokens:
+            continue
+        if any(c in tokens[0] for c in b",;\t"):
+            return (f"line {number} looks like CSV ({_shown(tokens[0])}), and {reads}: write "
+                    "the rows in that format (e.g. sklearn.datasets.dump_svmlight_file)")
+        problem = _svmlight_line_problem(tokens, 0)
+        if problem:
+            return f"line {number}: {problem}; {reads}"
+        low = 0 if zero_based else 1
+        for token in tokens[1:]:
+            key = token.partition(b":")[0]
+            if key != b"qid" and not low <= int(key) <= n - 1 + low:
+                return (f"line {number}: feature index {int(key)}, beyond the model's {n} "
+                        f"features (indices {low} to {n - 1 + low}, as in its training file)")
+    return None
+
+
+def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, block: bytes,
+                 rows_before: int = 0):
+    """(X, label values or None) of one block (after ``line`` lines of the file and
+    ``rows_before`` data rows), as the dataset readers parse the file."""
     from llc_bench.data.formats import labels_from_values, parse_file
     from llc_bench.data.reader import check_values
 
@@ -186,11 +234,16 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
             X, y = load_svmlight_file(io.BytesIO(block), n_features=n, dtype=np.float64,
                                       zero_based=options.get("zero_based", False) is True)
         except (ValueError, OverflowError) as exc:
+            problem = _svmlight_problem(block, line, n, options.get("zero_based") is True)
+            if problem:
+                raise DatasetError(f"{path}: {problem}") from None
             detail = str(exc).splitlines()[0]
             if "n_features" in detail:
                 detail = f"a feature index beyond the model's {n} features ({detail})"
             raise DatasetError(f"{path}: lines {line + 1}-{line + n_lines}: {detail}") from None
-        check_values(path, X, {}, f"lines {line + 1}-{line + n_lines}: ")
+        check_values(path, X, {"format": "svmlight", "data_skip": line, "index_offset":
+                               0 if options.get("zero_based") is True else 1},
+                     first_row=rows_before)
         names, codes = labels_from_values(y)
         return X, np.asarray(names, dtype=object)[codes]
     try:
@@ -200,26 +253,42 @@ def _parse_block(path: Path, pre: dict, kind: str, options: dict, line: int, blo
         if isinstance(exc.__cause__, UnicodeDecodeError):
             raise _not_text(path, options, exc.__cause__) from None
         raise
-    return _checked(path, parsed, n)
+    return _checked(path, parsed, n, rows_before)
 
 
 def _parse_whole(path: Path, pre: dict):
     """(X, label values or None) of a file in a format that is not read in line blocks."""
+    from llc_bench.data.compression import open_binary
     from llc_bench.data.formats import parse_file
 
-    return _checked(path, parse_file(path, pre["format"], pre["options"], kind="xy",
-                                     n_features=pre["n_features"]), pre["n_features"])
+    try:
+        parsed = parse_file(path, pre["format"], pre["options"], kind="xy",
+                            n_features=pre["n_features"])
+    except DatasetError:
+        with open_binary(path) as fh:
+            head = fh.read(6)
+        if pre["format"] != "mat" or head == b"MATLAB":  # a .mat file: its own error
+            raise
+        options = pre["options"]
+        keys = f"{options.get('x_key', 'X')!r} and {options.get('y_key', 'y')!r}"
+        raise DatasetError(f"{path}: not a MATLAB .mat file (it starts with {head!r}), and "
+                           "the model reads .mat files, the format of its training file: "
+                           f"write the rows and labels as its variables {keys} (e.g. "
+                           "scipy.io.savemat)") from None
+    return _checked(path, parsed, pre["n_features"])
 
 
-def _checked(path: Path, parsed, n: int):
-    """(X, label values or None) of parsed rows, which must have the model's ``n`` features
-    and finite values of a size the scaling can square."""
+def _checked(path: Path, parsed, n: int, rows_before: int = 0):
+    """(X, label values or None) of parsed rows (after ``rows_before`` rows of the file),
+    which must have the model's ``n`` features and finite values of a size the scaling can
+    square."""
     from llc_bench.data.reader import check_values
 
     if parsed.X.shape[1] != n:
         raise DatasetError(f"{path}: {parsed.X.shape[1]} features, the model has {n}")
     check_values(path, parsed.X, parsed.meta, missing_hint=": a missing value (a row is "
-                 "predicted from all its features: fill it in or leave the row out)")
+                 "predicted from all its features: fill it in or leave the row out)",
+                 first_row=rows_before)
     labels = None
     if parsed.label_codes is not None:
         labels = np.asarray(parsed.label_names, dtype=object)[parsed.label_codes]
@@ -245,8 +314,7 @@ def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
         mean = None if pre.get("mean") is None else np.asarray(pre["mean"], dtype=np.float64)
         scaler = Scaler(mean, np.asarray(pre["scale"], dtype=np.float64), 0)
     if pre["format"] in ("csv", "svmlight"):
-        blocks = (_parse_block(path, pre, kind, options, line, block)
-                  for line, block in _line_blocks(path, skip, block_bytes))
+        blocks = _parsed_blocks(path, pre, kind, options, skip, block_bytes)
     else:  # a binary format (.mat, ...): the whole file, by its parser
         blocks = [_parse_whole(path, pre)]
     for X, labels in blocks:
@@ -254,13 +322,26 @@ def iter_rows(path, pre: dict, block_bytes: int = BLOCK_BYTES):
         yield (X if scaler is None else scaler.transform(X, copy=False)), labels
 
 
+def _parsed_blocks(path: Path, pre: dict, kind: str, options: dict, skip: int,
+                   block_bytes: int):
+    """(X, label values or None) of each block of lines, its errors naming file lines and
+    rows."""
+    rows = 0
+    for line, block in _line_blocks(path, skip, block_bytes):
+        X, labels = _parse_block(path, pre, kind, options, line, block, rows)
+        rows += X.shape[0]
+        yield X, labels
+
+
 class _Output:
-    """The CSV of predictions: to ``out`` (atomically, at the end) or to stdout."""
+    """The CSV of predictions: to ``out`` (atomically, at the end), or to stdout when ``out``
+    is None or ``-``."""
 
     def __init__(self, out):
         from llc_bench.files import atomic_open
 
-        self._writer = None if out is None else atomic_open(Path(out))
+        to_stdout = out is None or str(out) == "-"
+        self._writer = None if to_stdout else atomic_open(Path(out))
         self.handle = None
 
     def __enter__(self):
@@ -271,8 +352,11 @@ class _Output:
                                            newline="")
         return self
 
-    def write(self, text: str) -> None:
-        self.handle.write(text)
+    def rows(self, rows) -> None:
+        """Write ``rows`` (lists of fields) as CSV lines."""
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(rows)
+        self.handle.write(buffer.getvalue())
 
     def __exit__(self, *exc):
         if self._writer is None:
@@ -283,13 +367,37 @@ class _Output:
         return self._writer.__exit__(*exc)
 
 
+def _header(names, binary: bool, scores, classes, calibrated: bool, has_labels: bool) -> list:
+    """The column names.  A calibrated model has two predicted labels, each named by its
+    rule: ``predicted_by_decision`` (the model's own, which the run's accuracy counts) and
+    ``predicted_by_proba`` (the class of the highest probability)."""
+    columns = (["decision"] if scores.ndim == 1 else
+               [f"decision_{names[i] if not binary else i}" for i in range(scores.shape[1])])
+    if calibrated:
+        name_of = _name_of(names, binary)
+        columns = ["predicted_by_decision", *columns,
+                   *(f"proba_{name_of(c)}" for c in classes), "predicted_by_proba"]
+    else:
+        columns = ["predicted", *columns]
+    return columns + (["label"] if has_labels else [])
+
+
+def _name_of(names, binary: bool):
+    """The label name of a class value of the estimator."""
+    return (lambda v: names[int(v > 0)]) if binary else (lambda v: names[int(v)])
+
+
 def predict_file(model_path, data_path, out=None, echo=print,
                  block_bytes: int = BLOCK_BYTES) -> dict:
     """Write the predictions of ``model_path`` on ``data_path`` (CSV) to ``out`` (or
-    stdout), a block of input lines at a time; returns {"rows", "accuracy"}."""
+    stdout), a block of input lines at a time; returns {"rows", "accuracy"} (and, for a
+    calibrated model, "accuracy_by_proba")."""
+    from llc_bench.files import check_not_input
     from llc_bench.models._validation import labels_from_scores
     from llc_bench.models.model_files import base_estimator
 
+    if out is not None and str(out) != "-":
+        check_not_input(out, {"data file": data_path, "model file": model_path}, "--out")
     model, meta = load_model(model_path)
     estimator = base_estimator(model)
     pre = meta.get("preprocess")
@@ -299,10 +407,10 @@ def predict_file(model_path, data_path, out=None, echo=print,
     classes = np.asarray(estimator.classes_)
     names = pre["names"]
     binary = pre["task"] == "binary"
-    name_of = (lambda v: names[int(v > 0)]) if binary else (lambda v: names[int(v)])
+    name_of = _name_of(names, binary)
     value_of = pre["value_of"]
     calibrated = model is not estimator
-    rows = correct = 0
+    rows = correct = correct_by_proba = 0
     has_labels = None
     with _Output(out) as output:
         for X, labels in iter_rows(data_path, pre, block_bytes):
@@ -310,13 +418,13 @@ def predict_file(model_path, data_path, out=None, echo=print,
             predicted = labels_from_scores(classes, scores)
             if has_labels is None:  # the header, from the first block
                 has_labels = labels is not None
-                columns = (["decision"] if scores.ndim == 1 else
-                           [f"decision_{names[i] if not binary else i}"
-                            for i in range(scores.shape[1])])
-                if calibrated:
-                    columns += [f"proba_{name_of(c)}" for c in classes]
-                output.write(",".join(["predicted", *columns,
-                                       *(["label"] if has_labels else [])]) + "\n")
+                output.rows([_header(names, binary, scores, classes, calibrated, has_labels)])
+            values = scores.reshape(len(scores), -1)
+            by_proba = None
+            if calibrated:
+                proba = model.predict_proba(X)
+                by_proba = classes[np.argmax(proba, axis=1)]
+                values = np.hstack([values, proba])
             if labels is not None:
                 unseen = sorted({str(v) for v in labels if str(v) not in value_of})
                 if unseen:
@@ -325,19 +433,21 @@ def predict_file(model_path, data_path, out=None, echo=print,
                         f"never saw (it knows {', '.join(map(repr, value_of))})")
                 truth = np.array([value_of[str(v)] for v in labels])
                 correct += int(np.sum(truth == predicted))
-            values = scores.reshape(len(scores), -1)
-            if calibrated:
-                values = np.hstack([values, model.predict_proba(X)])
-            buffer = io.StringIO()
-            writer = csv.writer(buffer, lineterminator="\n")
-            for i, value in enumerate(predicted):
-                writer.writerow([name_of(value), *(repr(float(s)) for s in values[i]),
-                                 *([labels[i]] if labels is not None else [])])
-            output.write(buffer.getvalue())
+                if by_proba is not None:
+                    correct_by_proba += int(np.sum(truth == by_proba))
+            output.rows([name_of(value), *(repr(float(s)) for s in values[i]),
+                         *([name_of(by_proba[i])] if by_proba is not None else []),
+                         *([labels[i]] if labels is not None else [])]
+                        for i, value in enumerate(predicted))
             rows += len(predicted)
-    if has_labels is None:
-        raise DatasetError(f"{data_path}: no data rows (is the file empty?)")
-    accuracy = correct / rows if has_labels else None
-    if accuracy is not None:
-        echo(f"accuracy {100 * accuracy:.2f}% on {rows} rows of {data_path}", file=sys.stderr)
-    return {"rows": rows, "accuracy": accuracy}
+        if has_labels is None:  # inside the block: an existing --out is kept as it was
+            raise DatasetError(f"{data_path}: no data rows (is the file empty?)")
+    result = {"rows": rows, "accuracy": correct / rows if has_labels else None}
+    if result["accuracy"] is not None:
+        line = f"accuracy {100 * result['accuracy']:.2f}% on {rows} rows of {data_path}"
+        if calibrated:
+            result["accuracy_by_proba"] = correct_by_proba / rows
+            line += (f" (predicted_by_decision, as the run's test accuracy; "
+                     f"predicted_by_proba: {100 * result['accuracy_by_proba']:.2f}%)")
+        echo(line, file=sys.stderr)
+    return result

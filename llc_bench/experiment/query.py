@@ -1,7 +1,9 @@
 """Query the results store: records as a pandas DataFrame, filters, CSV/Parquet export.
 
 ``records_frame(results_dir)`` gives one row per valid record: ``hash``, ``dataset``,
-``model``, ``seed``, the metrics, ``train_seconds`` / ``test_seconds``, ``started``, ``path``,
+``model``, ``seed``, the metrics, ``scored_on`` (the split that scored ``test_accuracy``: test,
+or validation: held-out training rows), ``tune`` (on: the run selected its hyper-parameters,
+off: it did not), ``train_seconds`` / ``test_seconds``, ``started``, ``path``,
 the run config flattened into dotted columns (``trainer.lambda_``, ``coding.n_anchors``,
 ``dataset.max_train`` ...) and the timings of every phase (``timings.fit_anchors``, ...).
 ``llc-bench results`` prints it (with the config columns that differ among the records)
@@ -25,9 +27,12 @@ from llc_bench.experiment.results import NON_SEMANTIC_KEYS, ResultsStore, output
 
 SHOWN = ["hash", "dataset", "model", "seed", "test_accuracy", "test_hinge", "train_seconds"]
 #: the columns of a record that are not its config (the config's are dotted keys)
-RECORD_COLUMNS = ["hash", "dataset", "model", "seed", "test_accuracy", "train_accuracy",
-                  "test_hinge", "train_hinge", "train_seconds", "test_seconds", "n_train",
-                  "n_test", "started", "path"]
+RECORD_COLUMNS = ["hash", "dataset", "model", "seed", "scored_on", "tune", "test_accuracy",
+                  "train_accuracy", "test_hinge", "train_hinge", "train_seconds",
+                  "test_seconds", "n_train", "n_test", "started", "path"]
+#: ``tune``'s values: whether a run selected (its config's ``tune`` holds the resolved
+#: settings, a mode no longer) or not (``tune: null``, or no key: a run from before selection)
+TUNE_VALUES = {True: "on", False: "off"}
 TIMINGS = "timings."
 OPERATORS = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq,
              "<": operator.lt, ">": operator.gt}
@@ -55,6 +60,8 @@ def record_row(record: Mapping, path: Path | None = None) -> dict:
     row.update({
         "hash": record["config_hash"], "dataset": record["dataset"], "model": record["model"],
         "seed": record["seed"],
+        "scored_on": "validation" if (record.get("data") or {}).get("validation") else "test",
+        "tune": TUNE_VALUES[bool((record.get("config") or {}).get("tune"))],
         **{k: metrics.get(k) for k in ("test_accuracy", "train_accuracy", "test_hinge",
                                        "train_hinge")},
         "train_seconds": timings.get("train"), "test_seconds": timings.get("test_total"),
@@ -140,8 +147,20 @@ def _mask(frame, condition: str):
         hint = f" (did you mean {', '.join(near)}?)" if near else ""
         raise ConfigError(f"--where {condition!r}: no column {key!r} in the records{hint}")
     op, want = OPERATORS["=" if op_text == "==" else op_text], _value(text)
+    if key == "tune":
+        want = _tune_value(condition, want)
     _check_condition(condition, frame[key], key, op_text, text, want)
     return frame[key].map(lambda cell: _matches(cell, want, op)).astype(bool)
+
+
+def _tune_value(condition: str, want):
+    """``tune=off`` / ``tune=on`` (or false / true): whether a run selected its settings."""
+    want = TUNE_VALUES.get(want, want) if isinstance(want, bool) else want
+    if want not in TUNE_VALUES.values():
+        raise ConfigError(f"--where {condition!r}: a record keeps whether its run selected "
+                          "its hyper-parameters (tune=on) or not (tune=off), not the mode "
+                          "asked (tune=auto selects or not); use tune=on or tune=off")
+    return want
 
 
 def _is_number(value) -> bool:
@@ -301,9 +320,12 @@ def results_command(argv: list[str], echo=print) -> None:
                         "(default: those whose values differ among the records shown)")
     parser.add_argument("--summary", action="store_true",
                         help="one row per setting: its runs over seeds, test accuracy mean "
-                        "and standard deviation, fit time (selection included) mean")
+                        "and standard deviation (validation accuracy apart, for runs scored "
+                        "on held-out training rows), fit time (selection included) mean; "
+                        "with --csv/--parquet, written there (accuracies as fractions)")
     parser.add_argument("--csv", metavar="PATH", help="write every column of the selection "
-                        "(the whole config, metrics and the timings of every phase)")
+                        "(the whole config, metrics and the timings of every phase; with "
+                        "--summary, the summary)")
     parser.add_argument("--parquet", metavar="PATH",
                         help="write every column as Parquet (needs pyarrow)")
     args = parser.parse_args(argv)
@@ -316,20 +338,25 @@ def results_command(argv: list[str], echo=print) -> None:
     unknown = [c for c in extra if c not in frame.columns]
     if unknown:
         raise ConfigError(f"--columns: no column {unknown[0]!r} in the records")
+    varying = not extra
+    if args.summary and (args.csv or args.parquet):
+        table = summary(frame, extra or varying_columns(frame)) if not frame.empty else frame
+        what = f"{len(table)} setting(s) of {len(frame)} record(s)"
+    else:
+        table, what = frame, f"{len(frame)} record(s)"
     if args.csv:
-        echo(f"wrote {len(frame)} record(s) to {write_csv(frame, args.csv)}")
+        echo(f"wrote {what} to {write_csv(table, args.csv)}")
     if args.parquet:
-        echo(f"wrote {len(frame)} record(s) to {write_parquet(frame, args.parquet)}")
+        echo(f"wrote {what} to {write_parquet(table, args.parquet)}")
     if args.csv or args.parquet:
         return
     if frame.empty:
         echo(f"no records match{_why_none(args)}")
         return
-    varying = not extra
     extra = extra or varying_columns(frame)
     if args.summary:
         table = summary(frame, extra)
-        echo(table.to_string(index=False))
+        echo(summary_text(table))
         echo(f"{len(table)} setting(s), {len(frame)} record(s) in {args.results_dir}")
         return
     echo(_shown(frame, extra).to_string(index=False))
@@ -339,28 +366,52 @@ def results_command(argv: list[str], echo=print) -> None:
 
 
 def summary(frame, keys: list[str]):
-    """One row per (dataset, model, ``keys``): the seeds run, test accuracy mean and sample
-    standard deviation over them, and the mean fit time with selection and CV (what a user
-    waits for: ``costs.fit_seconds``)."""
+    """One row per (dataset, model, the split that scored the runs, ``keys``): the seeds
+    run, the accuracy's mean and sample standard deviation over them (fractions; in
+    ``test_accuracy_*`` or, for runs scored on held-out training rows, in
+    ``validation_accuracy_*``: never averaged together), and the mean fit time with
+    selection and CV (what a user waits for: ``costs.fit_seconds``).  ``scored_on`` is a
+    column only where some run was scored on validation rows."""
     import pandas as pd
 
     keys = [k for k in keys if k in frame.columns and not k.startswith("dataset.sha256.")
             and frame.groupby(["dataset", "model"])[k].agg(  # differs within a model's runs
                 lambda cells: cells.map(_same).nunique(dropna=False)).max() > 1]
-    by = ["dataset", "model", *keys]
+    splits = ["test", "validation"] if (frame["scored_on"] == "validation").any() else ["test"]
+    by = ["dataset", "model", *(["scored_on"] if len(splits) > 1 else []), *keys]
     work = frame.assign(
         _fit=sum(frame[c].fillna(0.0) if c in frame else 0.0
                  for c in ("timings.train_total", "timings.tune")),
         **{k: frame[k].map(_config_text) for k in keys})
     rows = []
     for values, group in work.groupby(by, dropna=False, sort=True):
-        accuracy = group["test_accuracy"].astype(float) * 100
-        spread = f" ± {accuracy.std(ddof=1):.2f}" if len(group) > 1 else ""
-        rows.append({**dict(zip(by, values, strict=True)),
-                     "seeds": ",".join(str(s) for s in sorted(group["seed"])),
-                     "test_accuracy": f"{accuracy.mean():.2f}%{spread}",
-                     "fit_seconds": f"{group['_fit'].mean():.3g}"})
+        accuracy = group["test_accuracy"].astype(float)
+        split = group["scored_on"].iloc[0]
+        row = {**dict(zip(by, values, strict=True)),
+               "seeds": ",".join(str(s) for s in sorted(group["seed"])), "runs": len(group)}
+        for name in splits:
+            row[f"{name}_accuracy_mean"] = accuracy.mean() if name == split else None
+            row[f"{name}_accuracy_std"] = (accuracy.std(ddof=1) if name == split
+                                           and len(group) > 1 else None)
+        rows.append({**row, "fit_seconds_mean": group["_fit"].mean()})
     return pd.DataFrame(rows)
+
+
+def summary_text(table):
+    """``summary``'s table as printed: accuracy in percent with its spread, one column per
+    split that scored runs."""
+    shown = table.drop(columns=[c for c in table.columns if c.endswith(("_mean", "_std"))]
+                       + ["runs"])
+    for split in ("test", "validation"):
+        if f"{split}_accuracy_mean" in table:
+            shown[f"{split}_accuracy"] = [
+                "" if mean is None or mean != mean else
+                f"{100 * mean:.2f}%" + ("" if std is None or std != std
+                                        else f" ± {100 * std:.2f}")
+                for mean, std in zip(table[f"{split}_accuracy_mean"],
+                                     table[f"{split}_accuracy_std"], strict=True)]
+    shown["fit_seconds"] = table["fit_seconds_mean"].map(lambda v: f"{v:.3g}")
+    return shown.to_string(index=False)
 
 
 def _seconds(value) -> str:

@@ -84,22 +84,26 @@ class ResultsStore:
         self.root = Path(root)
         self.runs = self.root / "runs"
         self.locks = self.root / "locks"
+        self.models = self.root / "models"  # save_model=true: <hash>.llcm
 
-    def check_writable(self) -> None:
-        """A ConfigError unless records can be written under ``root`` (checked before a
-        run computes anything)."""
-        for path in (self.root, self.runs, self.locks):
+    def check_writable(self, models: bool = False) -> None:
+        """A ConfigError unless records (and, with ``models``, model files: save_model=true)
+        can be written under ``root`` (checked before a run computes anything)."""
+        dirs = (self.runs, self.locks, *([self.models] if models else []))
+        for path in (self.root, *dirs):
             blocking = not_a_directory(path)
             if blocking is not None:
+                why = (": save_model=true writes the model files there; move it away (or "
+                       "save_model=false)" if blocking == self.models else "")
                 raise ConfigError(f"results_dir={self.root}: {blocking} is a file, not a "
-                                  "directory")
+                                  f"directory{why}")
         try:
-            self.runs.mkdir(parents=True, exist_ok=True)
-            self.locks.mkdir(exist_ok=True)
+            for path in dirs:
+                path.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise ConfigError(f"results_dir={self.root}: cannot create {err.filename} "
                               f"({err.strerror})") from None
-        for path in (self.runs, self.locks):
+        for path in dirs:
             if not os.access(path, os.W_OK | os.X_OK):
                 raise ConfigError(f"results_dir={self.root}: {path} is not writable")
 

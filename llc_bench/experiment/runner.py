@@ -14,11 +14,13 @@ import copy
 import datetime as dt
 import importlib
 import math
+import re
 import shutil
 import sys
 import time
 import warnings
 from collections.abc import Mapping
+from numbers import Integral
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from llc_bench import progress
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
-from llc_bench.errors import ConfigError, FitError, LLCBenchWarning
+from llc_bench.errors import ConfigError, FitError, LLCBenchWarning, ResultsError
 from llc_bench.experiment.costs import kernel_cv_note
 from llc_bench.experiment.environment import (
     code_revision,
@@ -135,10 +137,17 @@ def build_estimator(config: Mapping):
     try:
         validate_params(estimator)
     except InvalidParameter as err:
-        key = ("coding" if err.name == "coding" else
-               f"coding.{err.name}" if err.name in coding and err.name not in trainer else
-               f"trainer.{err.name}")
-        raise ConfigError(f"{key}={_show(err.value)}: {err.problem(none='null')}") from None
+        def key(param: str) -> str:
+            return ("coding" if param == "coding" else
+                    f"coding.{param}" if param in coding and param not in trainer else
+                    f"trainer.{param}")
+
+        problem = re.sub(r"`(\w+)`", lambda m: key(m.group(1)), err.problem(none="null"))
+        if (isinstance(err.value, float) and err.value.is_integer()
+                and any(getattr(c, "type", None) is Integral for c in err.constraints)):
+            problem += (f" (a number written with an exponent or a decimal point is read as a "
+                        f"float: write {int(err.value)})")
+        raise ConfigError(f"{key(err.name)}={_show(err.value)}: {problem}") from None
     return estimator
 
 
@@ -188,6 +197,19 @@ def warm_up(estimator, X, y, rows_per_class: int = WARM_UP_ROWS) -> bool:
         clone(estimator).fit(Xw, y[rows]).decision_function(Xw)
         return True
     return False
+
+
+def capped_anchors(config: Mapping, model_size: Mapping, n_train: int,
+                   tuned: Mapping | None) -> str | None:
+    """The warning for ``coding.n_anchors`` (asked, or chosen by the selection) above the
+    anchors the fitted model has: capped at the number of training rows."""
+    asked = ((tuned or {}).get("chosen") or {}).get(
+        "coding.n_anchors", (config.get("coding") or {}).get("n_anchors"))
+    m = model_size.get("n_anchors")
+    if not isinstance(asked, int) or isinstance(asked, bool) or not m or m >= asked:
+        return None
+    return (f"coding.n_anchors={asked}: the model has {m} anchors (capped at the number of "
+            f"training rows, {n_train})")
 
 
 def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
@@ -345,7 +367,7 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     model = bool(config.get("save_model"))
     if not config.get("force") and _cache_hit(store, key, model):
         return _cached(store, key, output_dir, config, echo)
-    store.check_writable()
+    store.check_writable(models=model)
     with store.lock(key, on_wait=lambda: echo(f"waiting for another run of {key} ...")):
         if not config.get("force") and _cache_hit(store, key, model):  # the run we waited for
             return _cached(store, key, output_dir, config, echo)
@@ -439,10 +461,12 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
     train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
-    small = small_data_warning(config, fit_info.get("model_size") or {}, len(ds.y_train), tuned)
-    if small:
-        fit_info["notes"] = [*(fit_info.get("notes") or []), small]
-        warnings.warn(small, LLCBenchWarning, stacklevel=1)
+    size = fit_info.get("model_size") or {}
+    for note in (capped_anchors(config, size, len(ds.y_train), tuned),
+                 small_data_warning(config, size, len(ds.y_train), tuned)):
+        if note:
+            fit_info["notes"] = [*(fit_info.get("notes") or []), note]
+            warnings.warn(note, LLCBenchWarning, stacklevel=1)
     kept, probabilities = estimator, {}
     if config.get("calibration"):  # probabilities: calibrated on held-out training rows
         from llc_bench.experiment.calibration import calibrate, probability_metrics
@@ -512,8 +536,15 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         from llc_bench.models.model_files import SUFFIX, save_model
 
         relative = f"models/{key}{SUFFIX}"
-        save_model(kept, store.root / relative, preprocess=ds.preprocess,
-                   config_hash=key, versions=record["versions"])
+        try:
+            save_model(kept, store.root / relative, preprocess=ds.preprocess,
+                       config_hash=key, versions=record["versions"])
+        except OSError as err:  # the run is kept: its record, without a model file
+            kept_at = store.save(record)
+            raise ResultsError(f"save_model=true: cannot write {store.root / relative} "
+                               f"({err.strerror or err}); the run's record is kept in "
+                               f"{kept_at}, and the same run with save_model=true fits "
+                               "again to write the model") from None
         record["model_file"] = relative
     path = store.save(record)
     if output_dir is not None:

@@ -3,7 +3,7 @@ and of the LLC-SAPL / LLC-JO epoch (learned anchors, codes recomputed every step
 
 One call = one epoch over ``order``.  Equations: LL-SVM (Ladický & Torr 2011)
 eq. (8) decision, (11)-(12) updates, (13) skip regularisation, Alg. 1; the
-bias-corrected rate and the 0.8 safeguard are SVMSGD2's (DESIGN §6); one-vs-all
+bias-corrected rate and the 0.8 safeguard are SVMSGD2's (docs/design.md §SGD schedule); one-vs-all
 with shared codes is LLC-SAPL eq. (21).
 
 Layout: X (n, D) float64 C-order or CSR (data, indices, indptr); Y (n, C) ±1;
@@ -46,8 +46,9 @@ _FOLD_BELOW = 1e-8  # fold the scale into the array when it gets this small
 
 
 def eta(lam, t, t0):
-    """η_t = 1/(λ(t + t0)), t counting every step over all epochs (DESIGN §6): the rate of
-    every SGD here; η_0 = 1/(λ t0), and t0 = 1/(λ η0) is the same expression."""
+    """η_t = 1/(λ(t + t0)), t counting every step over all epochs (docs/design.md §SGD
+    schedule): the rate of every SGD here; η_0 = 1/(λ t0), and t0 = 1/(λ η0) is the same
+    expression."""
     return 1.0 / (lam * (t + t0))
 
 

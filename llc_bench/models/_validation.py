@@ -150,11 +150,15 @@ class InvalidParameter(InvalidParameterError):
 def check_anchor_counts(estimator) -> None:
     """A k-means sample (``kmeans_sample``) of at least n_anchors rows: fewer cannot give
     n_anchors centres (k larger than n_anchors is allowed: all m anchors are active, as
-    in the papers' sweeps over m at a fixed k)."""
+    in the papers' sweeps over m at a fixed k).  The error names n_anchors (a backquoted
+    name is a parameter: the runner writes its config key)."""
     sample = estimator.kmeans_sample
     if sample is not None and sample < estimator.n_anchors:
-        raise InvalidParameter(type(estimator).__name__, "kmeans_sample", sample,
-                               reason=f"must be >= n_anchors ({estimator.n_anchors}) or None")
+        raise InvalidParameter(
+            type(estimator).__name__, "n_anchors", estimator.n_anchors,
+            reason=f"more anchors than the `kmeans_sample`={sample} rows k-means places them "
+                   f"on: at most {sample}, or `kmeans_sample`=null to place them on every "
+                   "training row (n_anchors is capped at the number of training rows)")
 
 
 def validate_params(estimator) -> None:

@@ -2,7 +2,7 @@
 
 scikit-learn's ``SVC`` is LIBSVM's solver; we use it rather than
 libsvm-official because it predicts a whole test matrix in C (libsvm-official
-predicts row by row in Python, DESIGN §7) and takes numpy / CSR arrays as they
+predicts row by row in Python, docs/design.md §Released code) and takes numpy / CSR arrays as they
 are.  Multi-class is LIBSVM's native one-vs-one; its decision values are votes,
 not per-class margins, so no hinge loss is defined for it (``hinge_defined_``).
 """

@@ -31,7 +31,7 @@ binary problems class-vs-rest with the same C), one copy of z for all classes.
 ``solver="dual_cd"`` runs the same algorithm on z without building it
 (``_dual_cd_kernel``; dense or CSR x; all rows are used only when ``max_nnz`` allows,
 as for LIBLINEAR, so the two solve the same problem).
-Decision signs follow ``model.get_labels()`` (DESIGN §7).
+Decision signs follow ``model.get_labels()`` (docs/design.md §Released code).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def kronecker_memory(
     append_one: bool = True,
 ) -> dict:
     """Bytes needed for z (CSR: float64 data + int32/int64 indices + int64 indptr) and
-    for LIBLINEAR's copy of it ((nnz + 2n) feature_node of 16 bytes, DESIGN §7)."""
+    for LIBLINEAR's copy of it ((nnz + 2n) feature_node of 16 bytes, docs/design.md §Released
+    code)."""
     nnz = kronecker_nnz(n, k, D, x_nnz, include_x, append_one)
     idx_bytes = 4 if nnz < 2**31 else 8
     csr = nnz * (8 + idx_bytes) + (n + 1) * 8

@@ -1,4 +1,4 @@
-"""``trainer=llc_sgd``: SGD for LL-SVM / LCC+SVM (DESIGN §4, §6).
+"""``trainer=llc_sgd``: SGD for LL-SVM / LCC+SVM (docs/design.md §Trainers, §SGD schedule).
 
 Per step t (counting every step over all epochs), sample i of a fresh seeded
 permutation per epoch, rate η_t = 1/(λ(t + t0)):
@@ -12,7 +12,7 @@ permutation per epoch, rate η_t = 1/(λ(t + t0)):
   (1 - 1/(t + t0))^skip when r < 0.8 (SVMSGD2); b instead of W when ``use_W`` is
   False (b is then the weight vector, LLC-SAPL §3.3).
 
-Defaults (SVMSGD2, DESIGN §6): t0 = λ^(-3/4); bias_scale "auto" = half the
+Defaults (SVMSGD2, docs/design.md §SGD schedule): t0 = λ^(-3/4); bias_scale "auto" = half the
 largest mean |x_j| over features (for ``use_W=False`` "auto" is 1: there b is
 the regularised weight vector of a linear SVM on γ, not a bias, so it takes the
 plain rate η_t); skip = 16 for dense x, 16·D/avg_nnz for CSR x.
@@ -23,7 +23,7 @@ same step in plain numpy, used by the tests and the benchmark.
 Anchor learning (LLC-SAPL Alg. 1, LLC-JO Alg. 2; ``learn_anchors=True``): the
 codes are recomputed from the current anchors at every step (the kernel computes
 the distances to all m anchors); on a violation of any output the active anchors
-move *first*, with the pre-update W, b (DESIGN §4):
+move *first*, with the pre-update W, b (docs/design.md §Trainers):
 
     v_j += η_t · anchor_scale · Σ_{c: 1 - y_c f_c > 0} y_c ∂f_c/∂v_j      (SAPL eq. 16, 21)
 
@@ -64,7 +64,7 @@ from . import _sgd_kernel as K
 from ._base import check_deadline
 from .objective import objective, ova_hinge
 
-#: Default skip for dense data (DESIGN §6).
+#: Default skip for dense data (docs/design.md §SGD schedule).
 DENSE_SKIP = 16
 
 
@@ -518,8 +518,8 @@ class AnchorLearningUnavailable(ConfigError, NotImplementedError):
 
 @dataclass(frozen=True)
 class SGDOptions:
-    """The settings of :func:`train_llc_sgd` (DESIGN §6), named as the estimators'
-    parameters.  ``t0``: None or "calibrate" (:func:`calibrate_eta0` from the starting
+    """The settings of :func:`train_llc_sgd` (docs/design.md §SGD schedule), named as the
+    estimators' parameters.  ``t0``: None or "calibrate" (:func:`calibrate_eta0` from the starting
     point, the default), "svmsgd2" (λ^(-3/4)) or a number (the papers' fixed schedules).
     ``random_state`` seeds the calibration and the per-epoch permutations.
 

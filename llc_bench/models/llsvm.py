@@ -3,7 +3,7 @@
 ``LLSVMClassifier`` — locally linear SVM (Ladický & Torr, ICML 2011):
 f(x) = γ(x)ᵀ W x + γ(x)ᵀ b (eq. 8), anchors by k-means, inverse-distance coding
 over the k nearest anchors, W, b initialised by LIBLINEAR on Kronecker features
-(LLC-SAPL eq. 20) and refined by SGD (Alg. 1, DESIGN §4/§6).
+(LLC-SAPL eq. 20) and refined by SGD (Alg. 1, docs/design.md §Trainers, §SGD schedule).
 
 ``learn_anchors=True`` turns either into its supervised-anchor version: LLC-SAPL
 (Mao et al. 2015, soft_knn coding; SAPL-lcc with ``use_W=False``) or LLC-JO
@@ -16,7 +16,7 @@ SVM on the local coordinates, f(x) = bᵀγ(x) (LL-SVM eq. 15, W = 0), with the
 localized soft-assignment coding (LLC-SAPL eq. 2).  It is the same estimator as
 ``LLSVMClassifier(use_W=False, coding="soft_knn")``.
 
-Released-code choices (DESIGN §7) are options: ``coding="soft_knn"`` with a
+Released-code choices (docs/design.md §Released code) are options: ``coding="soft_knn"`` with a
 numeric ``beta`` (the Gaussian exp(-c||x - v||²) over the k nearest),
 ``anchor_method="random_per_class"``, ``lambda_=1e-5, t0=100, skip=200,
 bias_scale=0`` (frozen bias).
@@ -297,7 +297,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         return self._fit_source(source, y, eval_set)
 
     def _fit_source(self, source: RowSource, y, eval_set):
-        """The algorithm's outline (DESIGN §4): λ, anchors, coding, init, SGD epochs."""
+        """The algorithm's outline (docs/design.md §Trainers): λ, anchors, coding, init, SGD
+        epochs."""
         check_classification_targets(y)
         y_idx = self._set_classes(y)
         seeds = _Seeds(*map(int, check_random_state(self.random_state).randint(0, 2**31 - 1,
@@ -502,7 +503,8 @@ class LLSVMClassifier(_LocalSVMBase):
     Parameters
     ----------
     n_anchors : int, default 100
-        m, the number of anchors (capped at the number of training rows).
+        m, the number of anchors (capped at the number of training rows; at most
+        kmeans_sample).
     k : int, default 8
         Active (nearest) anchors per sample.
     coding : {"inverse_distance", "soft_knn", "adaptive_knn"}, default "inverse_distance"

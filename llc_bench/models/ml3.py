@@ -16,7 +16,7 @@ Binary problems are the multi-class formulation with c = 2 (the paper has no
 separate binary variant; its UCI table runs ML3 as is): ``W_`` holds models
 for both classes and ``decision_function`` returns ``s(x, c1) - s(x, c0)``.
 
-Choices where the paper leaves room (released code in ``DESIGN.md`` §7):
+Choices where the paper leaves room (released code in ``docs/design.md`` §Released code):
 
 * Learning rate ``eta = 1/(lam (s0 + s))`` with s = 1..n counted within the
   epoch (= the released ``1/(lam (s0 + s + 1))`` with s from 0).  ``s0`` is

@@ -287,6 +287,9 @@ def figures_command(argv: list[str], echo=print) -> dict:
                         "(repeatable; e.g. --figure pareto --dataset usps); the file is then "
                         "<figure>_<datasets>.png")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
+    parser.add_argument("--regions", metavar="DATASET",
+                        help="draw LL-SVM's decision regions and anchors beside the RBF kernel "
+                        "SVM's on a 2-D dataset (e.g. banana) into --out (default docs/img)")
     parser.add_argument("own", nargs="*", default=[], metavar="dataset.KEY=VALUE",
                         help="with --dataset file: your own files, as for llc-bench run "
                         "(dataset.train=PATH dataset.test=PATH or dataset.test_fraction=F, "
@@ -297,6 +300,12 @@ def figures_command(argv: list[str], echo=print) -> dict:
         for name, spec in list_figures().items():
             echo(f"{name:<14} {spec.get('title', '')}")
         return {}
+    if args.regions:
+        from llc_bench.tables.regions import draw_regions
+
+        path = draw_regions(args.regions, args.out or "docs/img", mirrors=args.mirror)
+        echo(f"wrote {path}")
+        return {"regions": str(path)}
     own = _own_files(args, argv)
     profile = load_profile(args.profile)
     out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.figures_out

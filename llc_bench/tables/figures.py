@@ -406,12 +406,30 @@ def _peer_points(path) -> dict:
                           f"{err}); rewrite it with scripts/bench_llsvm.py --peer-json") from None
 
 
+def own_files_label(own: dict) -> str:
+    """The part of a figure's file name that stands for ``dataset=file``'s files:
+    ``file-<training file's stem>-<8 hex digits>``, a hash of the files' contents and the
+    other ``dataset.*`` options, so that another ``mine.csv`` (another folder, other rows) or
+    the same file read otherwise does not overwrite the figure of the first."""
+    import hashlib
+    import json
+
+    from llc_bench.data.custom import own_file
+    from llc_bench.data.fetch import sha256_of
+
+    identity = {key: (sha256_of(own_file(key.split(".", 1)[1], value))
+                      if key in ("dataset.train", "dataset.test") else value)
+                for key, value in own.items()}
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode())
+    return f"file-{Path(str(own.get('dataset.train'))).stem}-{digest.hexdigest()[:8]}"
+
+
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
                   run=True, echo=print, datasets=(), own=None) -> dict:
     """Draw the figures ``names``; ``datasets`` (dataset configs) replace each figure's own
     datasets, and the file is then ``<figure>_<datasets>``: the committed figure stays.
     ``own``: the ``dataset.*`` overrides of ``dataset=file`` (its files), whose part of the
-    file name is ``file-<training file's stem>``."""
+    file name is ``own_files_label``'s (``file-<training file's stem>-<hash>``)."""
     from llc_bench.tables.plan import Composer, Planner
 
     figures = list_figures()
@@ -456,9 +474,9 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 continue
             fig.suptitle(spec.get("title", name) + ("" if profile.name == "full" else
                                                    f"  [{profile.name} profile]"), fontsize=10)
-            stem = Path(str((own or {}).get("dataset.train", ""))).stem
+            label = own_files_label(own) if own else None
             path = _save(fig, Path(out_dir), "_".join(
-                [name, *(f"file-{stem}" if d == "file" and stem else d for d in datasets)]))
+                [name, *(label if d == "file" and label else d for d in datasets)]))
             out[name] = str(path)
             echo(f"  wrote {path} (+ .pdf)")
     return out
