@@ -214,7 +214,8 @@ def _fitted(path):
      "b_ holds NaN or infinite values"),
     (lambda m: {"W_": m.W_.astype(np.int64)}, "W_ has dtype int64, expected floats"),
     (lambda m: {"W_": m.W_.astype(object)}, "holds an array of dtype object"),
-    (lambda m: {"classes_": m.classes_[::-1].copy()}, "the model's classes [1, -1] are not the metadata's [-1, 1]"),
+    (lambda m: {"classes_": m.classes_[::-1].copy()},
+     "the model's classes [1, -1] are not the metadata's [-1, 1]"),
 ], ids=["W-cut", "b-cut", "anchors-cut", "nan", "inf", "int", "object", "swapped"])
 def test_a_fitted_array_that_disagrees_is_refused(kept, here, capsys, edit, message):
     model = _fitted(kept[2][0])
