@@ -102,8 +102,14 @@ def _call(module, name, *args, loader="ConstructorFromReduceNode") -> dict:
 
 
 def _attribute(node):
-    """A schema edit: the estimator gains an attribute holding ``node``."""
-    return lambda tree: tree["content"]["content"].__setitem__("payload_", node)
+    """A schema edit: the estimator gains an attribute holding ``node`` (and its key's type:
+    skops builds only the entries a key type is given for)."""
+    def edit(tree):
+        state = tree["content"]
+        state["content"]["payload_"] = node
+        state["key_types"]["content"].append(
+            {"__class__": "str", "__module__": "builtins", "__loader__": "TypeNode"})
+    return edit
 
 
 def _snapshot(*folders) -> dict:
