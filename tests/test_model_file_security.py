@@ -101,12 +101,12 @@ def _call(module, name, *args, loader="ConstructorFromReduceNode") -> dict:
                         "__loader__": "TupleNode", "content": [_json(a) for a in args]}}
 
 
-def _attribute(node):
+def _attribute(node, name="payload_"):
     """A schema edit: the estimator gains an attribute holding ``node`` (and its key's type:
     skops builds only the entries a key type is given for)."""
     def edit(tree):
         state = tree["content"]
-        state["content"]["payload_"] = node
+        state["content"][name] = node
         state["key_types"]["content"].append(
             {"__class__": "str", "__module__": "builtins", "__loader__": "TypeNode"})
     return edit
@@ -204,6 +204,13 @@ def test_a_type_off_the_allow_list_is_refused_even_from_the_project(kept, here, 
     path = _tamper(kept[2][0], here / "model.llcm", schema=_attribute(node))
     for line in _refusals(path, kept[2][1], here, capsys):
         assert "names the type llc_bench.data.rows.ArraySource" in line
+
+
+def test_an_attribute_hiding_a_method_is_refused(kept, here, capsys):
+    path = _tamper(kept[2][0], here / "model.llcm",
+                   schema=_attribute(_json("x"), name="decision_function"))
+    for line in _refusals(path, kept[2][1], here, capsys):
+        assert "attribute decision_function hides the LLSVMClassifier's own" in line, line
 
 
 def _fitted(path):

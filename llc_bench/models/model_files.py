@@ -2,15 +2,20 @@
 
 A model file is a zip archive of two members, written atomically:
 
-* ``model.skops``: the fitted estimator in skops' safe format (no pickle: arrays as
-  ``.npy``, objects rebuilt from an allow-list of types; loading refuses any other type);
+* ``model.skops``: the fitted estimator in skops' format (no pickle: arrays as ``.npy``,
+  objects rebuilt from their attributes);
 * ``meta.json``: ``format_version``, the estimator's class and parameters, the classes and
   their label names, the preprocessing of the training data (parser options, feature
   count and names, value scale, the scaler's statistics), package versions and the run's
   config hash.
 
-``load_model`` returns ``(estimator, meta)``; a file that is not a model file, is
-truncated, or comes from another ``format_version`` is a one-line ``ConfigError``.
+``load_model`` returns ``(estimator, meta)``.  A model file is data: before skops builds
+anything, every node of its schema must name a type of an explicit allow-list (the shipped
+estimators, the objects they hold, plain containers and numeric arrays; never a function),
+its zips must stay under the caps (members, inflated bytes, ratio), its arrays numeric; the
+built estimator's fitted arrays are then checked against its ``_fitted_layout`` and the
+metadata.  Whatever fails, and a file that is not a model file, is truncated, or comes from
+another ``format_version``, is a one-line ``ConfigError`` naming the file.
 """
 
 from __future__ import annotations
@@ -444,6 +449,10 @@ def check_fitted(estimator, n_features: int, n_classes: int) -> None:
         validate_params(estimator)
     except ValueError as err:
         raise _Refused(f"the model's parameters are invalid ({err})") from None
+    shadowing = sorted(name for name in vars(estimator) if hasattr(type(estimator), name))
+    if shadowing:
+        raise _Refused(f"the model's attribute {shadowing[0]} hides the "
+                       f"{type(estimator).__name__}'s own")
     dims = {"features": n_features, "classes": n_classes,
             "outputs": 1 if n_classes == 2 else n_classes}
     try:
