@@ -249,7 +249,13 @@ def test_metadata_that_disagrees_with_the_model_is_refused(kept, here, capsys):
     for edit, message in [
             (lambda m: m.__setitem__("classes", [1, -1]), "are not the metadata's [1, -1]"),
             (lambda m: m.__setitem__("n_features", 5), "the metadata says 5"),
-            (lambda m: m.__setitem__("estimator", "x.Y"), "the metadata says 'x.Y'")]:
+            (lambda m: m.__setitem__("estimator", "x.Y"), "the metadata says 'x.Y'"),
+            (lambda m: m["preprocess"].__setitem__("names", ["no"]),
+             "the metadata names 1 classes, the model has 2"),
+            (lambda m: m["preprocess"].__setitem__("value_of", {"no": -1, "yes": 7}),
+             "the metadata's label values are not the model's classes"),
+            (lambda m: m["preprocess"].__setitem__("mean", [0.0] * 3),
+             "the metadata's preprocess mean is not 4 finite numbers")]:
         path = _tamper(kept[2][0], here / "model.llcm", meta=edit)
         for line in _refusals(path, kept[2][1], here, capsys):
             assert message in line, line

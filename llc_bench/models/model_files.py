@@ -104,9 +104,9 @@ MAX_RATIO = 1000
 MIN_RATIO_BYTES = 64 << 20
 #: How deep the schema of the estimator nests (real models: under 20).
 MAX_DEPTH = 200
-#: numpy dtype kinds a fitted array may have, or the fields of a structured one (a
-#: neighbour tree's nodes): no object, string or datetime arrays.
-ARRAY_KINDS = "fiub"
+#: numpy dtype kinds an array member may have, or the fields of a structured one (a
+#: neighbour tree's nodes): numbers and text (string class labels), no objects (pickle).
+ARRAY_KINDS = "fiubU"
 
 
 class _Refused(ValueError):
@@ -135,11 +135,9 @@ def _shipped_types() -> dict[str, set[str]]:
                sklearn.calibration.CalibratedClassifierCV,
                sklearn.calibration._CalibratedClassifier,
                sklearn.calibration._SigmoidCalibration, sklearn.isotonic.IsotonicRegression,
-               sklearn.model_selection.StratifiedKFold]
+               sklearn.model_selection.StratifiedKFold, sklearn.neighbors.KDTree,
+               sklearn.neighbors.BallTree, sklearn.metrics._dist_metrics.EuclideanDistance64]
     allowed = {_name(t): {"ObjectNode"} for t in objects}
-    for t in (sklearn.neighbors.KDTree, sklearn.neighbors.BallTree,
-              sklearn.metrics._dist_metrics.EuclideanDistance64):
-        allowed[_name(t)] = {"ObjectNode"}
     allowed.update({"builtins.dict": {"DictNode"}, "builtins.list": {"ListNode"},
                     "builtins.tuple": {"TupleNode"},
                     _name(scipy.sparse.csr_matrix): {"SparseMatrixNode"}})
@@ -582,4 +580,31 @@ def _check_model(model, meta: dict) -> None:
             or getattr(base, "n_features_in_", None) != n_features:
         raise _Refused(f"the model has {getattr(base, 'n_features_in_', None)!r:.20} features, "
                        f"the metadata says {n_features!r:.20}")
+    _check_preprocess(meta.get("preprocess"), classes, n_features)
     check_fitted(base, n_features, len(classes))
+
+
+def _check_preprocess(pre, classes: np.ndarray, n_features: int) -> None:
+    """The metadata's preprocessing agrees with the model: a label name per class, the
+    label values among its classes, a finite mean and scale per feature."""
+    if pre is None:
+        return
+    if not isinstance(pre, dict):
+        raise _Refused("the metadata's preprocess is not a mapping")
+    names, value_of = pre.get("names"), pre.get("value_of")
+    if not isinstance(names, list) or len(names) != len(classes):
+        raise _Refused(f"the metadata names {len(names) if isinstance(names, list) else 0} "
+                       f"classes, the model has {len(classes)}")
+    if not isinstance(value_of, dict) or not set(map(str, value_of.values())) <= set(
+            map(str, classes.tolist())):
+        raise _Refused("the metadata's label values are not the model's classes")
+    if pre.get("n_features") != n_features:
+        raise _Refused(f"the metadata's preprocess has {pre.get('n_features')!r:.20} "
+                       f"features, the model {n_features}")
+    for key in ("mean", "scale"):
+        value = pre.get(key)
+        if value is not None and not (isinstance(value, list) and len(value) == n_features
+                                      and all(isinstance(v, int | float)
+                                              and np.isfinite(v) for v in value)):
+            raise _Refused(f"the metadata's preprocess {key} is not {n_features} finite "
+                           "numbers")
