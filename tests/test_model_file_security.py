@@ -364,6 +364,19 @@ def test_truncated_and_malformed_members_are_refused(kept, here, capsys):
         assert "protocol 0, expected" in line
 
 
+def test_a_json_file_is_not_read_whole_or_recursed_into(kept, here, capsys, monkeypatch):
+    """What looks like a run record ("{...") is read only when small, and a deeply nested
+    one is no RecursionError: both are not model files, in one line."""
+    deep = here / "deep.llcm"
+    deep.write_text("{" + '"a":{' * 100_000)
+    big = here / "big.llcm"
+    big.write_text(json.dumps({"config_hash": "x", "pad": "y" * 2000}))
+    monkeypatch.setattr(model_files, "RECORD_BYTES", 1000)
+    for path in (deep, big):
+        for line in _refusals(path, kept[2][1], here, capsys):
+            assert "not an llc-bench model file" in line, line
+
+
 def test_a_deep_schema_is_refused(kept, here, capsys):
     node = _json(1)
     for _ in range(300):

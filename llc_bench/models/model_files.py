@@ -79,15 +79,19 @@ def save_model(estimator, path, *, preprocess: dict | None, config_hash: str | N
     return path
 
 
+#: A run record is smaller than this (a larger file starting with "{" is not read whole).
+RECORD_BYTES = 64 << 20
+
+
 def _is_run_record(path: Path) -> bool:
     """Whether ``path`` is a run record (JSON with a config hash), a likely mistake for the
     model file beside it."""
     try:
         with open(path, "rb") as fh:
-            if fh.read(1) != b"{":
+            if fh.read(1) != b"{" or path.stat().st_size > RECORD_BYTES:
                 return False
         return "config_hash" in json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
 
 
