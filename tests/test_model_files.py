@@ -43,19 +43,67 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
         assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
 
 
-@pytest.mark.parametrize("model", ["kernel", "svm_knn", "linear"])
+@pytest.mark.parametrize("model", ["kernel", "svm_knn", "linear", "llsvm", "sapl", "ml3",
+                                   "ldkl", "occ_lib_g", "csvm", "nystroem", "lcc_svm_lcc",
+                                   "lcc_lasso"])
 def test_a_model_fitted_on_sparse_rows_round_trips(model, tmp_path):
     import scipy.sparse as sp
 
     X, y = _data()
     X[np.abs(X) < 0.7] = 0.0
-    config = compose_run(f"model={model}", *FAST[model], tmp_path=tmp_path)
+    config = compose_run(f"model={model}", *FAST.get(model, ["trainer.C=1"]), tmp_path=tmp_path)
     estimator = build_estimator(config).fit(sp.csr_matrix(X), y)  # keeps CSR arrays
     path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
                       versions={})
     X_new = sp.csr_matrix(_data(50, seed=1)[0])
     assert np.array_equal(np.asarray(models.load(path).decision_function(X_new)),
                           np.asarray(estimator.decision_function(X_new)))
+
+
+#: the other model presets (the same classes as FAMILIES, other codings, solvers, variants)
+PRESETS = ["linear_cs", "occ_lib_c", "occ_linear_c", "occ_linear_g", "occ_peg_g", "llsvm_soft",
+           "llsvm_released", "sapl_lcc", "jo_fixed"]
+
+
+def _same_model(loaded, estimator, X_new):
+    from llc_bench.models.model_files import base_estimator
+
+    assert type(loaded) is type(estimator)
+    assert np.array_equal(np.asarray(base_estimator(loaded).decision_function(X_new)),
+                          np.asarray(base_estimator(estimator).decision_function(X_new)))
+    assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+    if hasattr(estimator, "predict_proba"):
+        assert np.array_equal(loaded.predict_proba(X_new), estimator.predict_proba(X_new))
+
+
+@pytest.mark.parametrize("model", PRESETS + ["nystroem_random"])
+def test_every_other_preset_round_trips(model, tmp_path):
+    """The allow-list and the fitted-array checks refuse no preset's model."""
+    X, y = _data()
+    extra = ["model=nystroem", *FAST["nystroem"], "trainer.landmarks=random"] \
+        if model == "nystroem_random" else [f"model={model}", "trainer.C=1"] \
+        if model in ("linear_cs", "occ_linear_c", "occ_linear_g", "occ_lib_c") else \
+        [f"model={model}", "trainer.history=false"]
+    for labels in (y, (y > 0).astype(int)):
+        estimator = build_estimator(compose_run(*extra, tmp_path=tmp_path)).fit(X, labels)
+        path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                          versions={})
+        _same_model(models.load(path), estimator, _data(50, seed=1)[0])
+
+
+@pytest.mark.parametrize("model,method", [("llsvm", "sigmoid"), ("kernel", "isotonic"),
+                                          ("svm_knn", "sigmoid"), ("occ_lib_g", "isotonic")])
+def test_a_calibrated_model_round_trips(model, method, tmp_path):
+    from llc_bench.experiment.calibration import calibrate
+
+    X, y = _data()
+    for labels in (y, (y > 0).astype(int)):
+        config = compose_run(f"model={model}", *FAST.get(model, ["trainer.C=1"]),
+                             tmp_path=tmp_path)
+        estimator = calibrate(build_estimator(config).fit(X, labels), X, labels, method, 0)
+        path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                          versions={})
+        _same_model(models.load(path), estimator, _data(50, seed=1)[0])
 
 
 def _csv(path, X, labels, header=True):

@@ -255,6 +255,8 @@ class InverseDistanceCoding(LocalCoding):
 
     name = "inverse_distance"
     options = ("power",)
+    #: The numbers its weights use once fitted (checked when a model file is read).
+    fitted_numbers = ("power",)
 
     def __init__(self, k: int = 8, power: float = 1.0):
         super().__init__(k)
@@ -282,6 +284,7 @@ class SoftKNNCoding(LocalCoding):
 
     name = "soft_knn"
     options = ("beta", "beta_scale")
+    fitted_numbers = ("beta_", "_factor")
     kernel_kind = KERNEL_SOFT_KNN
 
     def __init__(self, k: int = 8, beta: float | str = "auto", beta_scale: float | None = None,
@@ -370,6 +373,7 @@ class AdaptiveKNNCoding(LocalCoding):
 
     name = "adaptive_knn"
     options = ("mu",)
+    fitted_numbers = ("mu",)
     variable_k = True
     kernel_kind = KERNEL_ADAPTIVE_KNN
 

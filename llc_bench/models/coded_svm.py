@@ -51,6 +51,17 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         """``fit_info_["coding"]``: the formulation, its parameters, the training counts."""
         raise NotImplementedError
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        binary = len(self.classes_) == 2
+        return {"coef_": "anchors" if binary else "outputs anchors",
+                "intercept_": "" if binary else "outputs", "anchors_": "anchors features",
+                **self._fitted_coding}
+
+    #: The coding's fitted numbers (the subclass's).
+    _fitted_coding: dict = {}
+
     def _fit_codes(self, Z, y, C, seed):
         return fit_liblinear(Z, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
 

@@ -152,6 +152,14 @@ class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, Classifier
         }
         return self
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        binary = len(self.classes_) == 2
+        return {"cluster_centers_": "clusters features",
+                "coef_": "clusters features" if binary else "clusters outputs features",
+                "intercept_": "clusters" if binary else "clusters outputs"}
+
     def __sklearn_is_fitted__(self):
         # the parameter ``lambda_`` ends in "_", which would fool check_is_fitted's default
         return hasattr(self, "coef_")

@@ -98,6 +98,34 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         }
         return self
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        n = len(self.classes_)
+        coef = "float|csr" if getattr(self.svc_, "_sparse", False) else "float"
+        return {"svc_": (SVC,), "svc_.support_vectors_": coef + ": vectors features",
+                "svc_.support_": "int: vectors", "svc_._n_support": "int: classes",
+                "svc_.dual_coef_": f"{coef}: {n - 1} vectors",
+                "svc_._dual_coef_": f"{coef}: {n - 1} vectors",
+                "svc_.intercept_": f"{n * (n - 1) // 2}", "svc_._intercept_": f"{n * (n - 1) // 2}",
+                "svc_._probA": "0", "svc_._probB": "0", "svc_.classes_": "int: classes",
+                "svc_._gamma": "number", "svc_._sparse": "bool"}
+
+    def _check_fitted(self):
+        """What libsvm reads unchecked: the support vectors per class, the kernel."""
+        import scipy.sparse as sp
+
+        svc = self.svc_
+        svc._validate_params()
+        counts = np.asarray(svc._n_support)
+        if counts.min() < 0 or counts.sum() != svc.support_vectors_.shape[0]:
+            raise ValueError("svc_._n_support does not count svc_.support_vectors_")
+        if svc.kernel != "rbf" or svc._effective_probability \
+                or svc._sparse != sp.issparse(svc.support_vectors_) \
+                or tuple(svc.shape_fit_)[1:] != (self.n_features_in_,) \
+                or not np.array_equal(svc.classes_, np.arange(len(self.classes_))):
+            raise ValueError("svc_ is not an RBF SVM of the model's classes and features")
+
     def decision_function(self, X):
         """Binary: (n,) margin for ``classes_[1]``; multi-class: (n, K) one-vs-one
         votes (``decision_function_shape="ovr"``), which rank but are not margins."""

@@ -84,6 +84,8 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
                  random_state=0):
         store_params(self, locals())
 
+    _fitted_coding = {"k_": "count<=anchors"}
+
     def _fit_coding(self, X):
         self.k_ = min(int(self.k), self.anchors_.shape[0])
 

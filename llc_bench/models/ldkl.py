@@ -314,6 +314,14 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                              for c in range(W.shape[0])])
         return F[:, 0] if F.shape[1] == 1 else F
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        nodes, internal = tree_sizes(int(self.depth))
+        d = self.n_features_in_ + 1
+        return {"W_": f"outputs {nodes} {d}", "theta_": f"outputs {internal} {d}",
+                "theta_prime_": f"outputs {nodes} {d}", "gate_sharpness_": "outputs"}
+
     def decision_function(self, X):
         """Binary: (n,) scoring ``classes_[1]``; multi-class: (n, K) one-vs-all scores."""
         check_is_fitted(self, "W_")

@@ -89,6 +89,13 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
                  cv_max_rows=None, bias=1.0, random_state=0):
         store_params(self, locals())
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        binary = len(self.classes_) == 2
+        return {"coef_": "features" if binary else "outputs features",
+                "intercept_": "" if binary else "outputs"}
+
     def _fit_once(self, X, y, C):
         return fit_liblinear(X, y, C=C, solver=self.solver, bias=self.bias,
                              seed=self.random_state or 0)

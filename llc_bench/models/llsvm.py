@@ -68,7 +68,10 @@ from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.local import (
     CODINGS,
     LEARNABLE_CODINGS,
+    AdaptiveKNNCoding,
+    InverseDistanceCoding,
     LocalCode,
+    SoftKNNCoding,
     coding_from_params,
 )
 from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
@@ -486,6 +489,16 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         timings["total"] = time.perf_counter() - t0
         timings["per_sample"] = timings["total"] / max(Xv.shape[0], 1)
         return labels, timings
+
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec language)."""
+        codings = (InverseDistanceCoding, SoftKNNCoding, AdaptiveKNNCoding)
+        return {"anchors_": "anchors features", "W_": "outputs anchors features",
+                "b_": "outputs anchors", "_use_W_fit": "bool", "coding_": codings,
+                "coding_.k": "count",
+                **{f"coding_.{name}": "number"
+                   for name in getattr(type(self.coding_), "fitted_numbers", ())}}
 
     def __sklearn_is_fitted__(self):
         # the parameter ``lambda_`` ends in "_", which would fool check_is_fitted's default

@@ -417,6 +417,11 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
                           reset=False)
         return _class_scores(_rows(X), self.W_, float(self.p))
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        return {"W_": f"classes models {self.n_features_in_ + 1}"}
+
     def decision_function(self, X):
         """Class scores s(x, y) (n, c); binary: s(x, classes_[1]) - s(x, classes_[0]), (n,)."""
         S = self._scores(X)

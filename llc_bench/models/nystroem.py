@@ -118,6 +118,25 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
                  solver="l2_squared_hinge", bias=1.0, eig_rtol=1e-10, random_state=0):
         store_params(self, locals())
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        binary = len(self.classes_) == 2
+        layout = {"landmarks_": "landmarks features", "gamma_": "number",
+                  "coef_": "components" if binary else "outputs components",
+                  "intercept_": "" if binary else "outputs"}
+        if self.nystroem_ is None:
+            return {**layout, "normalization_": "landmarks components"}
+        return {"nystroem_": (Nystroem,), "nystroem_.components_": "landmarks features",
+                "nystroem_.normalization_": "landmarks components", **layout}
+
+    def _check_fitted(self):
+        """The landmarks' feature map is the RBF kernel at ``gamma_``."""
+        if self.nystroem_ is not None and (
+                self.nystroem_.kernel != "rbf" or self.nystroem_.gamma != self.gamma_
+                or not np.array_equal(self.nystroem_.components_, self.landmarks_)):
+            raise ValueError("nystroem_ is not the RBF map of landmarks_ at gamma_")
+
     def _build_map(self, X, gamma, seed):
         """Set the feature map for ``gamma`` (landmarks_ already chosen for k-means)."""
         self.gamma_ = float(gamma)

@@ -426,6 +426,29 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         b = self.bases_[basis]
         return occ_codes(check_predict_data(self, X), b.vectors, b.singular_values)
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        from ..coding.occ import OCCBasis
+
+        bases = self.bases_ if isinstance(self.bases_, list) else [None]
+        layout = {"b_": "outputs planes", "intercept_": "outputs", "bases_": (list,),
+                  "W_": "outputs planes features" if self.W_ is not None else "none"}
+        for j in range(len(bases)):
+            layout.update({f"bases_[{j}]": (OCCBasis,),
+                           f"bases_[{j}].vectors": f"basis{j} features",
+                           f"bases_[{j}].singular_values": f"basis{j}"})
+        return layout
+
+    def _check_fitted(self):
+        """One basis (global) or one per output, each of at most the model's planes."""
+        n_out, planes = self.b_.shape
+        if len(self.bases_) not in (1, n_out) or any(
+                b.vectors.shape[0] > planes for b in self.bases_) or (
+                self.W_ is not None and self.features != "kronecker"):
+            raise ValueError(f"bases_ holds {len(self.bases_)} bases that do not fit the "
+                             f"model's {n_out} outputs of {planes} planes")
+
     def __sklearn_is_fitted__(self):
         # ``lambda_`` ends in "_", which would fool check_is_fitted's default
         return hasattr(self, "intercept_")

@@ -31,7 +31,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.neighbors import NearestNeighbors
+from sklearn.neighbors import BallTree, KDTree, NearestNeighbors
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -179,6 +179,19 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         }
         return self
 
+    def _fitted_layout(self) -> dict:
+        """The fitted attributes and their shapes, checked when a model file is read
+        (``model_files.check_fitted`` reads the spec)."""
+        return {"X_train_": "float|csr: rows features", "y_train_": "index<classes: rows",
+                "n_neighbors_": "count<=rows", "C_": "number", "nn_": (NearestNeighbors,)}
+
+    def _check_fitted(self):
+        """``nn_`` is the neighbour index of ``X_train_`` (rebuilt and compared: its tree's
+        arrays are indices that scikit-learn follows unchecked)."""
+        fresh = NearestNeighbors().fit(self.X_train_)
+        if not _same_state(vars(self.nn_), vars(fresh)):
+            raise ValueError("nn_ is not the neighbour index of X_train_")
+
     def decision_function(self, X):
         """Binary: (n,) margin for ``classes_[1]``; multi-class: (n, K) per-class scores
         (the local one-vs-rest SVMs' values, +-1 where the neighbours are unanimous)."""
@@ -196,3 +209,21 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X):
         scores = self.decision_function(X)
         return labels_from_scores(self.classes_, scores)
+
+
+def _same_state(a, b) -> bool:
+    """Whether two fitted states (dicts, tuples, arrays, trees) hold the same values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b, strict=True))
+    if sp.issparse(a) or sp.issparse(b):
+        return sp.issparse(a) and sp.issparse(b) and a.shape == b.shape and (a != b).nnz == 0
+    if isinstance(a, np.ndarray | np.generic) or isinstance(b, np.ndarray | np.generic):
+        return np.asarray(a).shape == np.asarray(b).shape and np.array_equal(a, b)
+    if isinstance(a, KDTree | BallTree):  # its state without the query counters
+        sa, sb = a.__getstate__(), b.__getstate__()
+        return type(a) is type(b) and _same_state(sa[:7] + sa[11:], sb[:7] + sb[11:])
+    if type(a).__module__.startswith("sklearn.metrics"):  # the distance metric
+        return type(a) is type(b) and _same_state(a.__getstate__(), b.__getstate__())
+    return type(a) is type(b) and (a == b) is True
