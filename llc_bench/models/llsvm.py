@@ -50,6 +50,7 @@ and ``fit_info_``:
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import time
 from numbers import Integral
@@ -361,8 +362,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         anchors); ``whole``: the in-memory rows are all of the source, so their codes are
         the one chunk's."""
         learn = bool(self.learn_anchors)
-        return stream_batches(source, y_idx, len(self.classes_),
-                              None if learn else self._encode,
+        encode = None if learn else functools.partial(self.coding_.encode, anchors=self.anchors_)
+        return stream_batches(source, y_idx, len(self.classes_), encode,
                               known={0: code} if whole and source.n_chunks == 1
                               and not learn else None)
 
