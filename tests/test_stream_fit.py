@@ -107,11 +107,14 @@ def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
 
     store, y, Xt, yt = data
     source = S.StoreSource(store, chunk_rows=128)
+    from llc_bench.coding.local import CODINGS
+
     calls = []
-    encode = LLSVMClassifier._encode
-    monkeypatch.setattr(LLSVMClassifier, "_encode",
-                        lambda self, X, anchors=None: calls.append(X.shape[0]) or
-                        encode(self, X, anchors))
+    coding = CODINGS["inverse_distance"]  # the default coding's encode, counted
+    encode = coding.encode
+    monkeypatch.setattr(coding, "encode",
+                        lambda self, X, anchors, **kw: calls.append(X.shape[0]) or
+                        encode(self, X, anchors, **kw))
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
     kept = LLSVMClassifier(**kw).fit(source, y)
     n_kept = len(calls)
