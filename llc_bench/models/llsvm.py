@@ -301,6 +301,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         return self
 
     def _draw_seeds(self) -> _Seeds:
+        """The four seeds of a fit, drawn from ``random_state``."""
         return _Seeds(*map(int, check_random_state(self.random_state).randint(0, 2**31 - 1,
                                                                                size=4)))
 
