@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llc_bench.models.llc_sgd import LEARNED_ETA0_EXPONENTS, _best_eta0, coarse_to_fine
+from llc_bench.models.eta0_calibration import LEARNED_ETA0_EXPONENTS, _best_eta0, coarse_to_fine
 
 REPO = Path(__file__).resolve().parents[1]
 

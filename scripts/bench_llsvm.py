@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -38,9 +39,12 @@ import numpy as np
 
 from llc_bench.models import LLSVMClassifier
 from llc_bench.models.kronecker import liblinear_init
-from llc_bench.models.llc_sgd import labels_matrix, run_epoch, sgd_epoch_reference
+from llc_bench.models.sgd_epoch import labels_matrix, run_epoch
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the numpy reference epoch lives with the tests
+from reference_sgd import sgd_epoch_reference  # noqa: E402
+
 #: Other settings compared with the defaults, by name: v4 = the SGD defaults before v5
 #: (v2, LIBLINEAR's own init and k-means on all rows: {"init_solver": "l2_hinge",
 #: "kmeans_sample": null}).

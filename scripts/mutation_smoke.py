@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 KERNEL = "llc_bench/models/_sgd_kernel.py"
-REFERENCE = "llc_bench/models/llc_sgd.py"
+REFERENCE = "tests/reference_sgd.py"
 SGD_TESTS = ("tests/test_sgd_hand.py", "tests/test_llsvm.py", "tests/test_sapl.py")
 RANK_TESTS = ("tests/test_aggregate_ranks.py", "tests/test_tables_render.py")
 HASH_TESTS = ("tests/test_config_hash.py", "tests/test_results.py")

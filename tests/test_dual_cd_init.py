@@ -8,7 +8,7 @@ import pytest
 from llc_bench.coding import InverseDistanceCoding
 from llc_bench.models import LLSVMClassifier
 from llc_bench.models.kronecker import liblinear_init
-from llc_bench.models.llc_sgd import labels_matrix, sgd_objective
+from llc_bench.models.sgd_epoch import labels_matrix, sgd_objective
 
 
 def _data(n=300, D=4, m=12, k=3, n_classes=3, seed=0):

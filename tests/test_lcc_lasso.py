@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import compose_run, xor
+from reference_lcc import lcc_row_reference
 from sklearn.linear_model import Lasso
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import llc_bench.coding.local as local
-from llc_bench.coding._lcc_kernel import lcc_row_reference
 from llc_bench.coding.lcc import lcc_codes, lcc_objective, update_anchors
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_ldkl import sgd_steps_reference
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models._ldkl_kernel import ldkl_sgd_steps
 from llc_bench.models.ldkl import (
     LDKLClassifier,
-    sgd_steps_reference,
     smoothed_objective,
     tree_decision,
     tree_forward,

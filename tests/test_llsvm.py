@@ -5,24 +5,16 @@ import pytest
 import scipy.sparse as sp
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
+from reference_sgd import sgd_epoch_reference
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import InverseDistanceCoding, SoftKNNCoding
 from llc_bench.models import JOClassifier, LCCSVMClassifier, LLSVMClassifier, SAPLClassifier
 from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.liblinear_fit import seed_liblinear
-from llc_bench.models.llc_sgd import (
-    Monitor,
-    SGDOptions,
-    auto_bias_scale,
-    decision_from_codes,
-    default_skip,
-    default_t0,
-    labels_matrix,
-    run_epoch,
-    sgd_epoch_reference,
-    train_llc_sgd,
-)
+from llc_bench.models.sgd_epoch import decision_from_codes, labels_matrix, run_epoch
+from llc_bench.models.sgd_schedule import auto_bias_scale, default_skip, default_t0
+from llc_bench.models.sgd_training import SGDOptions, SGDTraining, train_llc_sgd
 
 # ------------------------------------------------------------ kernel vs reference
 
@@ -108,13 +100,12 @@ def test_sgd_defaults_and_hook():
         train_llc_sgd(X, Y, code, W, b, SGDOptions(lambda_=0.1, learn_anchors=True))
 
 
-def test_train_llc_sgd_callback_and_info():
+def test_sgd_training_reports_every_epoch_and_info():
     X, Y, code, W, b = _problem()
-    seen = []
-    W, b, info = train_llc_sgd(
-        X, Y, code, W, b, SGDOptions(lambda_=0.01, epochs=3, random_state=0, t0="svmsgd2"),
-        Monitor(callback=lambda e, W, b: seen.append(e)),
-    )
+    training = SGDTraining(X, Y, code, W, b,
+                           SGDOptions(lambda_=0.01, epochs=3, random_state=0, t0="svmsgd2"))
+    seen = [epoch.number for epoch in training.epochs()]
+    info = training.info
     assert seen == [0, 1, 2, 3] and info["steps"] == 450
     assert info["t0"] == pytest.approx(0.01**-0.75)
     assert info["skip"] == 16 and len(info["epoch_seconds"]) == 3

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference_ml3 import beta_star_ref, sgd_epoch_reference
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from llc_bench.models._ml3_kernel import beta_star_ref, sgd_epoch, sgd_epoch_reference
+from llc_bench.models._ml3_kernel import sgd_epoch
 from llc_bench.models.ml3 import (
     ML3Classifier,
     _dual_exponent,

@@ -235,7 +235,9 @@ def test_variant_coding_and_bad_parameters():
 
 
 def test_sgd_kernel_handles_signed_dense_codes():
-    from llc_bench.models.llc_sgd import labels_matrix, run_epoch, sgd_epoch_reference
+    from reference_sgd import sgd_epoch_reference
+
+    from llc_bench.models.sgd_epoch import labels_matrix, run_epoch
 
     X, y = _data(150, 5)
     code = as_local_code(fit_basis(X, 4, svd="full").encode(X))

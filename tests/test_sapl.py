@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_sgd import sgd_epoch_anchors_reference
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import (
@@ -16,15 +17,16 @@ from llc_bench.coding.local import KERNEL_ADAPTIVE_KNN, KERNEL_SOFT_KNN
 from llc_bench.errors import ConfigError
 from llc_bench.models import LLSVMClassifier
 from llc_bench.models import _sgd_kernel as K
-from llc_bench.models.llc_sgd import (
-    AnchorLearningUnavailable,
-    Monitor,
-    SGDOptions,
+from llc_bench.models.sgd_epoch import (
     decision_from_codes,
     labels_matrix,
     run_epoch,
     run_epoch_anchors,
-    sgd_epoch_anchors_reference,
+)
+from llc_bench.models.sgd_training import (
+    AnchorLearningUnavailable,
+    SGDOptions,
+    SGDTraining,
     train_llc_sgd,
 )
 
@@ -298,20 +300,16 @@ def test_train_llc_sgd_learn_anchors_api():
     code = coding.encode(X, V)
     with pytest.raises(AnchorLearningUnavailable):
         train_llc_sgd(X, Y, code, W, b, SGDOptions(lambda_=0.1, learn_anchors=True))
-    with pytest.raises(ConfigError):
-        train_llc_sgd(X, Y, code, W, b, SGDOptions(
-            lambda_=0.1, learn_anchors=True, anchors=V,
-            coding=make_coding("inverse_distance", k=3)))
-    stats, seen = [], []
     V1 = V.copy()
-    _, _, info = train_llc_sgd(
+    training = SGDTraining(
         X, Y, code, W, b, SGDOptions(lambda_=0.1, epochs=3, random_state=0, learn_anchors=True,
-                                     anchors=V1, coding=coding, anchor_scale=0.5),
-        Monitor(epoch_stats=stats, callback=lambda e, W, b: seen.append((e, len(stats)))),
-    )
-    assert seen == [(0, 0), (1, 1), (2, 2), (3, 3)]  # the stats are there when it runs
+                                     anchors=V1, coding=coding, anchor_scale=0.5))
+    seen = [(epoch.number, epoch.mean_k) for epoch in training.epochs()]
+    info = training.info
+    assert [number for number, _ in seen] == [0, 1, 2, 3]
+    assert seen[0][1] is None and [k for _, k in seen[1:]] == info["mean_k_per_epoch"]
     assert info["learn_anchors"] and info["anchor_scale"] == 0.5 and info["steps"] == 360
-    assert len(info["mean_k_per_epoch"]) == 3 and 1 <= stats[0]["mean_k"] <= 4
+    assert len(info["mean_k_per_epoch"]) == 3 and 1 <= seen[1][1] <= 4
     assert not np.array_equal(V1, V)
     # fixed anchors with a variable-k code: the mean k* of the code, every epoch
     _, _, info = train_llc_sgd(X, Y, code, W.copy(), b.copy(), SGDOptions(lambda_=0.1, epochs=2))

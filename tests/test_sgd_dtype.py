@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import blobs
 
-from llc_bench.errors import ConfigError
 from llc_bench.models._sgd_kernel import sgd_epoch_dense
-from llc_bench.models.llc_sgd import anchor_major, sgd_weights_dtype
+from llc_bench.models._validation import InvalidParameter
 from llc_bench.models.llsvm import LLSVMClassifier
+from llc_bench.models.sgd_epoch import anchor_major
 
 
 def _is_float32_valued(a):
@@ -70,6 +70,7 @@ def test_float32_with_learned_anchors_tracks_float64():
 
 
 @pytest.mark.parametrize("value", ["float16", "half", 32])
-def test_an_unknown_sgd_dtype_is_refused(value):
-    with pytest.raises(ConfigError, match="sgd_dtype"):
-        sgd_weights_dtype(value)
+def test_an_unknown_sgd_dtype_is_refused_at_the_estimator(value):
+    X, y = blobs(2, n=60, d=3, seed=0)
+    with pytest.raises(InvalidParameter, match="sgd_dtype"):
+        LLSVMClassifier(n_anchors=4, k=2, epochs=1, sgd_dtype=value).fit(X, y)

@@ -12,15 +12,11 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_sgd import sgd_step_anchors_reference, sgd_step_reference
 
 from llc_bench.coding import AdaptiveKNNCoding, LocalCode, SoftKNNCoding
 from llc_bench.models import _sgd_kernel as K
-from llc_bench.models.llc_sgd import (
-    run_epoch,
-    run_epoch_anchors,
-    sgd_step_anchors_reference,
-    sgd_step_reference,
-)
+from llc_bench.models.sgd_epoch import run_epoch, run_epoch_anchors
 
 # ------------------------------------------------------------ the decay rule
 

@@ -5,8 +5,12 @@ import numpy as np
 import pytest
 
 from llc_bench.coding import SoftKNNCoding
-from llc_bench.models import LLSVMClassifier, llc_sgd
-from llc_bench.models.llc_sgd import LEARNED_ETA0_EXPONENTS, LEARNED_PASSES, calibrate_eta0
+from llc_bench.models import LLSVMClassifier, eta0_calibration, sgd_epoch, sgd_training
+from llc_bench.models.eta0_calibration import (
+    LEARNED_ETA0_EXPONENTS,
+    LEARNED_PASSES,
+    calibrate_eta0,
+)
 
 PRESETS = {  # the four llc_sgd models of the tables, at small m
     "llsvm": dict(),
@@ -77,14 +81,15 @@ def test_calibration_keeps_the_grid_argmin_and_leaves_the_start_alone():
     y = (X[:, 0] > 0).astype(int)
     clf = LLSVMClassifier(n_anchors=5, k=2, epochs=0, random_state=0).fit(X, y)
     code = clf.coding_.encode(X, clf.anchors_)
-    Y = llc_sgd.labels_matrix(y, 2)
+    Y = sgd_epoch.labels_matrix(y, 2)
     W, b = clf.W_.copy(), clf.b_.copy()
     t0, info = calibrate_eta0(X, Y, code, W, b, lambda_=1e-3, skip=16, bias_scale=0.5,
                               random_state=0)
     np.testing.assert_array_equal(W, clf.W_)  # nothing moved
     costs = {float(k): v for k, v in info["grid"].items()}
     best = min(costs.values())
-    tied = [eta for eta, c in costs.items() if c <= best + llc_sgd.CALIBRATION_TIE * abs(best)]
+    tie = eta0_calibration.CALIBRATION_TIE
+    tied = [eta for eta, c in costs.items() if c <= best + tie * abs(best)]
     assert info["eta0"] == pytest.approx(max(tied), rel=1e-5)
     assert t0 == pytest.approx(1 / (1e-3 * info["eta0"]))
 
@@ -94,7 +99,7 @@ def _xor_warm_start(seed, n, d, m):
     X = np.random.default_rng(seed).normal(size=(n, d))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     clf = LLSVMClassifier(n_anchors=m, k=3, epochs=0, random_state=0).fit(X, y)
-    return X, clf, clf.coding_.encode(X, clf.anchors_), llc_sgd.labels_matrix(y, 2)
+    return X, clf, clf.coding_.encode(X, clf.anchors_), sgd_epoch.labels_matrix(y, 2)
 
 
 @pytest.mark.parametrize("learned", [False, True])
@@ -119,12 +124,12 @@ def test_multi_pass_calibration_costs_are_the_objective_after_that_many_epochs(l
     step = dict(kw, t0=1.0 / (1e-3 * eta0))
     for order in orders:
         if learned:
-            t, count, _ = llc_sgd.run_epoch_anchors(X, Y, order, V, W, b, t, count, coding,
+            t, count, _ = sgd_epoch.run_epoch_anchors(X, Y, order, V, W, b, t, count, coding,
                                                    **step)
         else:
-            t, count = llc_sgd.run_epoch(X, Y, code, order, W, b, t, count, **step)
+            t, count = sgd_epoch.run_epoch(X, Y, code, order, W, b, t, count, **step)
     code_now = coding.encode(X, V) if learned else code
-    expected = llc_sgd.sgd_objective(X, Y, code_now, W, b, 1e-3)[0]
+    expected = sgd_epoch.sgd_objective(X, Y, code_now, W, b, 1e-3)[0]
     assert two["grid"][f"{eta0:.6g}"] == pytest.approx(expected, rel=1e-12)
 
 
@@ -168,9 +173,9 @@ def test_walk_finds_the_minimum_of_a_unimodal_grid_from_anywhere(start):
         asked.append(list(points))
         return np.vstack([cost[points], cost[points]])
 
-    points = llc_sgd.walk_to_minimum(27, start, costs_at)
+    points = eta0_calibration.walk_to_minimum(27, start, costs_at)
     assert sorted(sum(asked, [])) == points  # no point run twice
-    assert points[llc_sgd._best_eta0(np.vstack([cost[points]] * 2))] == 9
+    assert points[eta0_calibration._best_eta0(np.vstack([cost[points]] * 2))] == 9
     assert len(points) == len(range(max(0, min(start, 9) - 1), min(27, max(start, 9) + 2)))
 
 
@@ -183,7 +188,7 @@ def test_a_walk_after_the_first_calibration_in_an_eta0_walk_block(monkeypatch):
     alone = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
              for lam in (1e-3, 3e-3)]
     assert all(info["method"] == "warm-start grid" for _, info in alone)
-    with llc_sgd.eta0_walk():
+    with eta0_calibration.eta0_walk():
         walked = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
                   for lam in (1e-3, 3e-3)]
     assert walked[0] == alone[0]
@@ -216,15 +221,15 @@ def test_divergence_restarts_with_a_smaller_step(standardised, monkeypatch):
     """A calibration that picks SVMSGD2's huge η0: the guard sees the objective jump,
     restarts from the init with η0 / 4 until it stops diverging, and says so."""
     X, y = standardised
-    monkeypatch.setattr(llc_sgd, "calibrate_eta0",
+    monkeypatch.setattr(sgd_training, "calibrate_eta0",
                         lambda *a, lambda_, **k: (1.0 / (lambda_ * lambda_**-0.25), {}))
     clf = _fit(X, y, "llsvm")
     sgd = clf.fit_info_["sgd"]
     retries = sgd["retries"]
-    assert 1 <= len(retries) <= llc_sgd.MAX_RETRIES
+    assert 1 <= len(retries) <= sgd_training.MAX_RETRIES
     etas = [r["eta0"] for r in retries] + [sgd["eta0"]]
-    np.testing.assert_allclose(np.array(etas[:-1]) / etas[1:], llc_sgd.RETRY_DIVISOR)
-    assert all(r["objective"] > llc_sgd.DIVERGENCE_FACTOR * r["start_objective"]
+    np.testing.assert_allclose(np.array(etas[:-1]) / etas[1:], sgd_training.RETRY_DIVISOR)
+    assert all(r["objective"] > sgd_training.DIVERGENCE_FACTOR * r["start_objective"]
                for r in retries)
     history = clf.fit_info_["history"]  # the restarted run's epochs replace the aborted ones
     assert [e["epoch"] for e in history] == [0, 1, 2, 3]

@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from reference_sgd import sgd_epoch_anchors_reference
 
 from llc_bench.coding.local import make_coding
 from llc_bench.models._ldkl_kernel import ldkl_sgd_steps, ldkl_sgd_steps_csr
 from llc_bench.models._ml3_kernel import sgd_epoch, sgd_epoch_csr
 from llc_bench.models.ldkl import LDKLClassifier
-from llc_bench.models.llc_sgd import (
-    labels_matrix,
-    run_epoch_anchors,
-    sgd_epoch_anchors_reference,
-)
 from llc_bench.models.llsvm import LLSVMClassifier
 from llc_bench.models.ml3 import ML3Classifier
+from llc_bench.models.sgd_epoch import (
+    labels_matrix,
+    run_epoch_anchors,
+)
 
 RTOL = 1e-9  # CSR distances by ||x||² - 2x·v + ||v||², dense by Σ(x_d - v_d)²: rounding only
 

@@ -62,14 +62,14 @@ def test_prefetching_the_next_chunk_changes_no_number(data, monkeypatch):
     draws and the arithmetic of the sequential stream."""
     import functools
 
-    from llc_bench.models import llc_sgd, llsvm
+    from llc_bench.models import llsvm, sgd_batches
 
     store, y, Xt, yt = data
     source = S.StoreSource(store, chunk_rows=128)
     kw = {"n_anchors": 8, "k": 3, "epochs": 2, "random_state": 5}
     threaded = LLSVMClassifier(**kw).fit(source, y)
     monkeypatch.setattr(llsvm, "stream_batches",
-                        functools.partial(llc_sgd.stream_batches, prefetch=False))
+                        functools.partial(sgd_batches.stream_batches, prefetch=False))
     sequential = LLSVMClassifier(**kw).fit(source, y)
     np.testing.assert_array_equal(threaded.W_, sequential.W_)
     np.testing.assert_array_equal(threaded.b_, sequential.b_)
@@ -103,20 +103,23 @@ def test_keeping_the_streamed_codes_changes_no_number(data, monkeypatch):
     budget) give the numbers of codes recomputed for every chunk of every epoch."""
     import functools
 
-    from llc_bench.models import llc_sgd, llsvm
+    from llc_bench.models import llsvm, sgd_batches
 
     store, y, Xt, yt = data
     source = S.StoreSource(store, chunk_rows=128)
+    from llc_bench.coding.local import CODINGS
+
     calls = []
-    encode = LLSVMClassifier._encode
-    monkeypatch.setattr(LLSVMClassifier, "_encode",
-                        lambda self, X, anchors=None: calls.append(X.shape[0]) or
-                        encode(self, X, anchors))
+    coding = CODINGS["inverse_distance"]  # the default coding's encode, counted
+    encode = coding.encode
+    monkeypatch.setattr(coding, "encode",
+                        lambda self, X, anchors, **kw: calls.append(X.shape[0]) or
+                        encode(self, X, anchors, **kw))
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
     kept = LLSVMClassifier(**kw).fit(source, y)
     n_kept = len(calls)
     monkeypatch.setattr(llsvm, "stream_batches",
-                        functools.partial(llc_sgd.stream_batches, code_cache_bytes=0))
+                        functools.partial(sgd_batches.stream_batches, code_cache_bytes=0))
     calls.clear()
     fresh = LLSVMClassifier(**kw).fit(source, y)
     assert len(calls) - n_kept == 2 * source.n_chunks  # epochs 2 and 3 re-encode
@@ -129,7 +132,7 @@ def test_the_kernel_scales_stored_pixels_as_the_source_does(tmp_path):
     """Epochs after the first train on the stored uint8 rows, whose values the kernel
     looks up row by row: the same W and b, bit for bit, as on the float64
     chunk the source builds with its numpy passes (x · value_scale − mean) / scale."""
-    from llc_bench.models import llc_sgd
+    from llc_bench.models import sgd_epoch
 
     rng = np.random.default_rng(0)
     pixels = rng.integers(0, 256, size=(300, 12), dtype=np.uint8)
@@ -144,13 +147,13 @@ def test_the_kernel_scales_stored_pixels_as_the_source_does(tmp_path):
                        ).stored_chunk(0) is None  # float rows: the float64 chunk as before
     code = LLSVMClassifier(n_anchors=6, k=3, random_state=0, epochs=0).fit(dense, y)
     idx = code.coding_.encode(dense, code.anchors_)
-    Y = llc_sgd.labels_matrix(y, 3)
+    Y = sgd_epoch.labels_matrix(y, 3)
     kw = dict(lambda_=1e-3, t0=50.0, skip=4, bias_scale=0.5)
     order = rng.permutation(300)
     out = []
     for rows in (dense, stored):
         W, b = code.W_.copy(), code.b_.copy()
-        llc_sgd.run_epoch(rows, Y, idx, order, W, b, 0, 4, **kw)
+        sgd_epoch.run_epoch(rows, Y, idx, order, W, b, 0, 4, **kw)
         out.append((W, b))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
@@ -162,7 +165,7 @@ def test_streamed_pixels_fit_as_the_float_chunks_do(tmp_path, monkeypatch):
     look the stored bytes up) or not (every epoch scales and encodes float64 chunks)."""
     import functools
 
-    from llc_bench.models import llc_sgd, llsvm
+    from llc_bench.models import llsvm, sgd_batches
 
     X, y = blobs(3, n=600, d=6, seed=3)
     pixels = np.clip(np.round(X * 40 + 128), 0, 255).astype(np.uint8)
@@ -173,7 +176,7 @@ def test_streamed_pixels_fit_as_the_float_chunks_do(tmp_path, monkeypatch):
     kw = {"n_anchors": 8, "k": 3, "epochs": 3, "random_state": 5, "history": False}
     looked_up = LLSVMClassifier(**kw).fit(source, y)
     monkeypatch.setattr(llsvm, "stream_batches",
-                        functools.partial(llc_sgd.stream_batches, code_cache_bytes=0))
+                        functools.partial(sgd_batches.stream_batches, code_cache_bytes=0))
     scaled = LLSVMClassifier(**kw).fit(source, y)
     np.testing.assert_array_equal(looked_up.W_, scaled.W_)
     np.testing.assert_array_equal(looked_up.b_, scaled.b_)

@@ -695,17 +695,17 @@ def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
     later trials walk from the η0 chosen last; the fit of the choice on all rows runs
     outside the walk.  false: every calibration on the whole coarse-to-fine grid, and the
     cache key of the twelfth session's selection."""
-    from llc_bench.models import llc_sgd
+    from llc_bench.models import sgd_training
 
     methods = []
-    real = llc_sgd.calibrate_eta0
+    real = sgd_training.calibrate_eta0
 
     def calibrate(*args, **kwargs):
         out = real(*args, **kwargs)
         methods.append(out[1]["method"])
         return out
 
-    monkeypatch.setattr(llc_sgd, "calibrate_eta0", calibrate)
+    monkeypatch.setattr(sgd_training, "calibrate_eta0", calibrate)
     X, y = _xor(300, 0)
     for flag, expect in (("true", True), ("false", False)):
         methods.clear()

@@ -610,7 +610,7 @@ def _optimize(study, config, build, parts, deadline,
     from llc_bench.coding.anchors import anchor_memo
     from llc_bench.coding.local import distance_memo
     from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
-    from llc_bench.models.llc_sgd import eta0_walk
+    from llc_bench.models.eta0_calibration import eta0_walk
 
     optuna = _optuna()
     objective = _Objective(config, build, parts, deadline, shared)

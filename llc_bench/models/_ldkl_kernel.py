@@ -2,9 +2,8 @@
 
 One call = ``batches.shape[0]`` iterations of one binary tree at a fixed gate
 sharpness ``s``.  The equations (L1)-(L7) are written out in the module docstring
-of :mod:`llc_bench.models.ldkl`; the numpy reference there
-(:func:`~llc_bench.models.ldkl.sgd_steps_reference`) is the same step, vectorised
-over the batch, and the tests compare both.
+of :mod:`llc_bench.models.ldkl`; the numpy reference (``tests/reference_ldkl.py``) is
+the same step, vectorised over the batch, and the tests compare both.
 
 Layout: X (n, d) float64 C-order (no bias column), or its CSR arrays
 (:func:`ldkl_sgd_steps_csr`); y (n,) ±1; batches (T, B) row

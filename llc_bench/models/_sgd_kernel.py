@@ -9,7 +9,7 @@ with shared codes is LLC-SAPL eq. (21).
 Layout: X (n, D) float64 C-order or CSR (data, indices, indptr); Y (n, C) ±1;
 idx (n, k) int32 / gam (n, k) float64 the codes; W **anchor-major** (m, C, D) —
 the C·D weights of one anchor side by side, so a step reads one block per active
-anchor (the estimators hold W as (C, m, D); ``llc_sgd`` transposes once per epoch)
+anchor (the estimators hold W as (C, m, D); ``sgd_training`` transposes once per epoch)
 — and b (C, m), both updated in place.  ``t`` counts all steps over all epochs,
 ``count`` is Alg. 1's skip counter; both are carried between epochs and returned.
 
@@ -17,7 +17,7 @@ Implementation trick (not a change of the algorithm): the decay of eq. (13)
 multiplies the whole W; the kernel keeps W_true = sw·W and b_true = sb·b so the
 decay is sw *= r, O(1) instead of O(C·m·D), and folds the scales back into W, b
 at the end of the epoch (or when they get small).  The numpy reference in
-``llc_sgd.py`` does the plain in-place multiply; the tests compare both.
+``tests/reference_sgd.py`` does the plain in-place multiply; the tests compare both.
 
 Learned anchors (:func:`sgd_epoch_anchors_dense`): every step encodes x against the
 current anchors V (m, D) — squared distances to all m anchors, the k nearest kept in

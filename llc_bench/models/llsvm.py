@@ -8,7 +8,7 @@ over the k nearest anchors, W, b initialised by LIBLINEAR on Kronecker features
 ``learn_anchors=True`` turns either into its supervised-anchor version: LLC-SAPL
 (Mao et al. 2015, soft_knn coding; SAPL-lcc with ``use_W=False``) or LLC-JO
 (Zhang et al., ``coding="adaptive_knn"``): the anchors move with the SGD steps
-(``llc_sgd`` module docstring) and prediction encodes with the learned anchors.
+(``sgd_epoch`` module docstring) and prediction encodes with the learned anchors.
 ``coding="adaptive_knn"`` with fixed anchors is the JO coding alone.
 
 ``LCCSVMClassifier`` — LCC+SVM (Yu et al. 2009 as run by LLC-SAPL): a linear
@@ -50,6 +50,7 @@ and ``fit_info_``:
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import time
 from numbers import Integral
@@ -91,15 +92,9 @@ from ._validation import (
 from .history import History, accuracy, mean_hinge
 from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
 from .linear import cross_validate_C, cv_subsample, grid_edge
-from .llc_sgd import (
-    Monitor,
-    SGDOptions,
-    decision_from_codes,
-    labels_matrix,
-    sgd_objective,
-    stream_batches,
-    train_llc_sgd,
-)
+from .sgd_batches import stream_batches
+from .sgd_epoch import decision_from_codes, labels_matrix
+from .sgd_training import Epoch, SGDOptions, SGDTraining
 
 #: The default ``calibration_coarse_step`` with fixed anchors (numerics v5) and with
 #: learned ones (v6: of the store's 703 whole-grid learned-anchor calibrations, step 2
@@ -133,22 +128,19 @@ def _index_predict(predict, classes):
 
 
 class _EpochHistory(History):
-    """The training objective that picks the kept epoch, and the per-epoch history of
-    ``fit_info_["history"]`` (epoch 0 = after the init): objective, training accuracy and
-    hinge, with ``eval_set`` the test ones, mean k* for variable-k codings.  With learned
-    anchors every entry re-encodes with that epoch's anchors.  ``objective`` and
-    ``on_epoch`` are the callbacks of ``train_llc_sgd``; ``seconds`` is the time spent on
-    the history (not training)."""
+    """The per-epoch history of ``fit_info_["history"]`` (epoch 0 = after the init) from
+    what the trainer reports (:class:`~.sgd_training.Epoch`): objective, training accuracy
+    and hinge, with ``eval_set`` the test ones, mean k* for variable-k codings.  With
+    learned anchors the test entries re-encode with that epoch's anchors.  ``seconds`` is
+    the time spent on the history (not training)."""
 
-    def __init__(self, est, X, y, y_idx, code, lam, eval_set, epochs):
+    def __init__(self, est, X, y, y_idx, eval_set, epochs):
         super().__init__("epoch")
-        self.est, self.X, self.y, self.code, self.lam = est, X, y, code, lam
+        self.est, self.y = est, y
         self.Y = labels_matrix(y_idx, len(est.classes_))  # ±1 targets of the rows
         self.learn = bool(est.learn_anchors)
         self.keep = bool(est.history)
         self.variable_k = bool(getattr(est.coding_, "variable_k", False))
-        self.epoch_stats: list = []  # the trainer appends the epoch's SGD statistics
-        self.last: dict = {}
         self.test = None
         if self.keep and eval_set is not None:  # test codes once; nothing is tuned on them
             Xt, yt = eval_set
@@ -160,40 +152,31 @@ class _EpochHistory(History):
             self.known = np.isin(yt, est.classes_)
         self.bar = progress.EpochBar(epochs, X.shape[0], desc="SGD")
 
-    def objective(self, W, b) -> float:
-        """The training objective (learned anchors: re-encoded after the start)."""
-        last = self.last
-        code = self.est._encode(self.X) if (self.learn and "F" in last) else self.code
-        last["objective"], last["F"] = sgd_objective(self.X, self.Y, code, W, b, self.lam,
-                                                     self.est._use_W_fit)
-        last["code"] = code
-        return last["objective"]
-
-    def on_epoch(self, epoch, W, b) -> None:
-        """After ``objective`` at this epoch: the history entry (if kept), the bar."""
+    def record(self, epoch: Epoch, W, b) -> None:
+        """The entry of an epoch (if kept; W, b its parameters), the bar."""
         if self.keep:
             self._record(epoch, W, b)
-        self.bar.tick(epoch, self.last.get("objective"))
+        self.bar.tick(epoch.number, epoch.objective)
 
-    def _record(self, epoch, W, b) -> None:
-        est, F, code = self.est, self.last["F"], self.last["code"]
+    def _record(self, epoch: Epoch, W, b) -> None:
+        est, F, code = self.est, epoch.F, epoch.code
         with self.timed():
             entry = {"train_hinge": mean_hinge(self.Y, F),
                      "train_accuracy": accuracy(est._labels_from_scores(F), self.y)}
             if self.variable_k:
                 entry["train_mean_k"] = float(code.n_active.mean())
-            if epoch > 0 and self.epoch_stats:
-                entry["sgd_mean_k"] = self.epoch_stats[-1]["mean_k"]
+            if epoch.mean_k is not None:
+                entry["sgd_mean_k"] = epoch.mean_k
             if self.test is not None:
                 Xt, yt, code_t = self.test
-                if self.learn and epoch > 0:
+                if self.learn and epoch.number > 0:
                     code_t = est._encode(Xt)
                 Ft = decision_from_codes(Xt, code_t, W, b, est._use_W_fit)
                 entry["test_accuracy"] = accuracy(est._labels_from_scores(Ft), yt)
                 entry["test_hinge"] = mean_hinge(self.Yt[self.known], Ft[self.known])
                 if self.variable_k:
                     entry["test_mean_k"] = float(code_t.n_active.mean())
-            self.add(epoch, self.last["objective"], **entry)
+            self.add(epoch.number, epoch.objective, **entry)
 
     def close(self) -> None:
         self.bar.close()
@@ -295,17 +278,11 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         sample is all rows, so a one-chunk source whose rows fit the sample gives exactly
         the in-memory fit.  ``fit_info_``: see the module docstring.
         """
-        validate_params(self)
+        validate_params(self)  # the one check of the parameters
         source, y = self._check_fit_data(X, y)
-        return self._fit_source(source, y, eval_set)
-
-    def _fit_source(self, source: RowSource, y, eval_set):
-        """The algorithm's outline (docs/design.md §Trainers): λ, anchors, coding, init, SGD
-        epochs."""
         check_classification_targets(y)
         y_idx = self._set_classes(y)
-        seeds = _Seeds(*map(int, check_random_state(self.random_state).randint(0, 2**31 - 1,
-                                                                                size=4)))
+        seeds = self._draw_seeds()
         rows = source.sample(SAMPLE_ROWS, [seeds.anchors, 7])  # what the in-memory steps see
         X, y_s, y_si = source.take(rows), y[rows], y_idx[rows]
         self._use_W_fit = bool(self.use_W)  # what predict uses, whatever set_params does
@@ -319,16 +296,22 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         with _timed(seconds, "init"):
             W, b, info["init"] = self._init_weights(X, code, y_si, len(self.classes_),
                                                     self.anchors_.shape[0], lam, seeds.init)
-        history = _EpochHistory(self, X, y_s, y_si, code, lam, eval_set, int(self.epochs))
+        history = _EpochHistory(self, X, y_s, y_si, eval_set, int(self.epochs))
         with _timed(seconds, "sgd"):
-            self.W_, self.b_, info["sgd"] = self._sgd(
-                source, X, code, W, b, lam, y_idx, history, seeds.sgd,
-                whole=len(rows) == source.n_rows)
+            batches = self._batches(source, y_idx, code, whole=len(rows) == source.n_rows)
+            self.W_, self.b_, info["sgd"] = self._sgd(X, code, W, b, lam, batches, history,
+                                                      seeds.sgd)
         self.fit_info_ = self._fit_info(source, X, rows, history, seconds, info)
         return self
 
+    def _draw_seeds(self) -> _Seeds:
+        """The four seeds of a fit, drawn from ``random_state``."""
+        return _Seeds(*map(int, check_random_state(self.random_state).randint(0, 2**31 - 1,
+                                                                               size=4)))
+
     def _set_classes(self, y) -> np.ndarray:
         """``classes_`` (at least two) and the class index of every label."""
+        check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
@@ -350,13 +333,25 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         self.coding_.fit(X, self.anchors_, random_state=seed)
         return self._encode(X), self.coding_.params()
 
-    def _sgd(self, source, X, code, W, b, lam, y_idx, history, seed, whole: bool):
-        """The SGD epochs (``llc_sgd``) from the init over the source's chunks; ``whole``:
-        the in-memory rows are all of the source, so its codes are known."""
-        learn = bool(self.learn_anchors)
-        if learn:
+    def _sgd(self, X, code, W, b, lam, batches, history, seed):
+        """The SGD epochs from the init (W, b; updated in place and returned with the
+        trainer's info), each reported to the history."""
+        if self.learn_anchors:
             self.initial_anchors_ = self.anchors_.copy()
-        options = SGDOptions(
+        training = SGDTraining(X, history.Y, code, W, b, self._sgd_options(lam, seed),
+                               batches=batches, objective=True)
+        try:
+            for epoch in training.epochs():
+                history.record(epoch, W, b)
+        finally:
+            history.close()
+        return W, b, training.info
+
+    def _sgd_options(self, lam, seed) -> SGDOptions:
+        """The trainer's settings: the parameters, the defaults that depend on
+        ``learn_anchors`` resolved."""
+        learn = bool(self.learn_anchors)
+        return SGDOptions(
             lambda_=lam, epochs=int(self.epochs), t0=self.t0, bias_scale=self.bias_scale,
             skip=self.skip, use_W=self._use_W_fit, random_state=seed, learn_anchors=learn,
             anchors=self.anchors_ if learn else None, coding=self.coding_ if learn else None,
@@ -366,15 +361,16 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             calibration_coarse_step=self.calibration_coarse_step or (
                 LEARNED_COARSE_STEP if learn else FIXED_COARSE_STEP),
             sgd_dtype=self.sgd_dtype or (None if learn else "float32"))
-        batches = stream_batches(source, y_idx, len(self.classes_),
-                                 None if learn else self._encode,
-                                 known={0: code} if whole and source.n_chunks == 1
-                                 and not learn else None)
-        monitor = Monitor(history.objective, history.on_epoch, history.epoch_stats)
-        try:
-            return train_llc_sgd(X, history.Y, code, W, b, options, monitor, batches)
-        finally:
-            history.close()
+
+    def _batches(self, source, y_idx, code, whole: bool):
+        """The epochs' batches over the source's chunks (codes per chunk with fixed
+        anchors); ``whole``: the in-memory rows are all of the source, so their codes are
+        the one chunk's."""
+        learn = bool(self.learn_anchors)
+        encode = None if learn else functools.partial(self.coding_.encode, anchors=self.anchors_)
+        return stream_batches(source, y_idx, len(self.classes_), encode,
+                              known={0: code} if whole and source.n_chunks == 1
+                              and not learn else None)
 
     def _fit_info(self, source, X, rows, history, seconds, info) -> dict:
         timings = {**seconds, "sgd": seconds["sgd"] - history.seconds,
@@ -542,7 +538,7 @@ class LLSVMClassifier(_LocalSVMBase):
     t0 : float, None, "calibrate" or "svmsgd2", default None
         Rate offset in η_t = 1/(λ(t + t0)).  None / "calibrate": η0 = 1/(λ t0) chosen
         from the LIBLINEAR warm start on a grid, by the objective after one pass over
-        seeded training subsamples (``llc_sgd.calibrate_eta0``); "svmsgd2": λ^(-3/4)
+        seeded training subsamples (``eta0_calibration.calibrate_eta0``); "svmsgd2": λ^(-3/4)
         (SVMSGD2, which assumes ||x|| ≈ 1); a number: the papers' fixed schedules.
         Whatever the schedule, the epoch of lowest training objective is kept (never
         worse than the init); a calibrated run that diverges restarts with a smaller η0.

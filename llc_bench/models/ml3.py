@@ -194,6 +194,64 @@ def _margin_losses(S, y):
     return np.maximum(0.0, 1.0 + other.max(axis=1) - s_true)
 
 
+class _CCCPState:
+    """The SGD state of one ML3 fit, as the kernels hold it (``_ml3_kernel``): W = a V
+    with V (c·m, D+1), ``state`` = [a, ||W||², α], U + α V the running sum of the averaged
+    iterates; ``epochs`` run so far (each adds 2n to the rate offset s0)."""
+
+    def __init__(self, Xe, y, n_classes: int, m: int, p: float, lam: float):
+        self.Xe, self.y, self.n = Xe, y, Xe.shape[0]
+        self.n_classes, self.m, self.p, self.q, self.lam = n_classes, m, p, _dual_exponent(p), lam
+        self.radius2 = 2.0 * self.n / lam  # ||W*||_F^2 <= 2n / lambda (ML3 §3)
+        d1 = Xe.shape[1] + 1 if sp.issparse(Xe) else Xe.shape[1]
+        # ||[x, 1]||² (the 1 implicit in the CSR kernel)
+        self.xx = row_sq_norms(Xe) + 1.0 if sp.issparse(Xe) else np.einsum("ij,ij->i", Xe, Xe)
+        self.V = np.zeros((n_classes * m, d1))
+        self.U = np.zeros((1, 1))
+        self.state = np.array([1.0, 0.0, 0.0])
+        self.scores, self.bneg = np.empty(n_classes * m), np.empty(m)
+        self.no_neg = np.empty((0, n_classes, m))
+        self.epochs = 0
+
+    @property
+    def W(self) -> np.ndarray:
+        """(c, m, D+1), a view of V (W = V after :meth:`fold`)."""
+        return self.V.reshape(self.n_classes, self.m, self.V.shape[1])
+
+    def epoch(self, order, beta_true, beta_neg, s_lo: float, average: bool):
+        """One kernel call over ``order``; returns (violations, loss)."""
+        args = (order, beta_true, beta_neg, self.lam, 2.0 * self.n * self.epochs, s_lo,
+                self.radius2, self.p, self.q, self.m, average, self.scores, self.bneg)
+        Xe = self.Xe
+        if sp.issparse(Xe):
+            return sgd_epoch_csr(self.V, self.U, self.state, Xe.data, Xe.indices, Xe.indptr,
+                                 self.xx, self.y, *args)
+        return sgd_epoch(self.V, self.U, self.state, Xe, self.xx, self.y, *args)
+
+    def fold(self) -> None:
+        """W = a V -> V (O(cmD) once per epoch; resets drift of ||W||^2)."""
+        self.V[...] *= self.state[0]
+        self.state[0] = 1.0
+        self.state[1] = float(np.sum(self.V * self.V))
+
+    def cccp_epoch(self, rng, average: bool) -> int:
+        """One CCCP iteration: β* of the true classes frozen at W^t (eq. 13b), one SGD
+        epoch on eq. 13; ``average``: W = the mean of its n iterates (Alg. 2 line 8)."""
+        beta_t = _true_class_beta(self.Xe, self.y, self.W, self.p)
+        order = rng.permutation(self.n).astype(np.int64)
+        if average:
+            self.U = np.zeros_like(self.V)
+            self.state[2] = 0.0
+        n_viol, _ = self.epoch(order, np.ascontiguousarray(beta_t[order]), self.no_neg, 0.0,
+                               average)
+        self.epochs += 1
+        if average:
+            self.V[...] = (self.U + self.state[2] * self.V) / self.n
+            self.state[0] = 1.0
+        self.fold()
+        return n_viol
+
+
 class ML3Classifier(ClassifierMixin, BaseEstimator):
     """Multiclass Latent Locally Linear SVM (ML3), trained by CCCP + SGD.
 
@@ -279,7 +337,25 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     # -- training ---------------------------------------------------------
     def fit(self, X, y, eval_set=None):
         """Fit on (X, y); ``eval_set=(X_test, y_test)`` adds test error to the history."""
-        validate_params(self)
+        validate_params(self)  # the one check of the parameters
+        X, y_enc = self._check_fit_data(X, y)
+        tic = time.perf_counter()
+        lam, cv = self._select_lambda(X, y_enc)
+        t_cv = time.perf_counter() - tic
+        rng = check_random_state(self.random_state)
+        run = _CCCPState(_rows(X), y_enc, self.classes_.size, int(self.n_models),
+                         float(self.p), lam)
+        test = self._test_rows(eval_set)
+        tic = time.perf_counter()
+        self._init_epochs(run, rng)
+        t_init = time.perf_counter() - tic
+        history, t_cccp = self._cccp(run, rng, test)
+        self._set_fitted(run, cv, {"cv": t_cv, "init": t_init, "cccp": t_cccp,
+                                   "history": history.seconds}, history)
+        return self
+
+    def _check_fit_data(self, X, y):
+        """(X, y as class indices 0..c-1); sets ``classes_`` (at least two)."""
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
                              dtype=np.float64)
         check_classification_targets(y)
@@ -288,118 +364,81 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"ML3Classifier needs samples of at least 2 classes; "
                              f"got 1 class ({classes[0]!r})")
         self.classes_ = classes
-        y_enc = np.ascontiguousarray(y_enc, dtype=np.int64)
-        Xe = _rows(X)
-        n, d1 = X.shape[0], X.shape[1] + 1
-        n_classes, m, p = classes.size, int(self.n_models), float(self.p)
-        q = _dual_exponent(p)
-        t_start = time.perf_counter()
-        cv_errors, cv_rows = None, None
+        return X, np.ascontiguousarray(y_enc, dtype=np.int64)
+
+    def _select_lambda(self, X, y_enc) -> tuple[float, dict]:
+        """λ: ``lambda_`` (None: 1 / n), or the ``lambda_grid`` multiple of 1 / n with the
+        lowest CV error (on ≤ ``cv_max_rows`` rows); the CV's errors and rows."""
+        n = X.shape[0]
+        cv = {"cv_error": None, "cv_rows": None}
         if self.lambda_grid is not None and len(self.lambda_grid) == 1:
-            lam = float(self.lambda_grid[0]) / n  # nothing to choose: no CV
-        elif self.lambda_grid is not None:
-            X_cv, y_cv = cv_subsample(X, y_enc, self.cv_max_rows, self.random_state)
-            grid = [g / y_cv.size for g in self.lambda_grid]
-            params = {k: v for k, v in self.get_params().items()
-                      if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
-            lam_cv, cv_errors = select_lambda(X_cv, y_cv, grid, folds=self.cv_folds,
-                                              random_state=self.random_state, **params)
-            lam = lam_cv * y_cv.size / n  # the same multiple of 1 / n on all rows
-            cv_rows = int(y_cv.size)
-        else:
-            lam = 1.0 / n if self.lambda_ is None else float(self.lambda_)
-        t_cv = time.perf_counter() - t_start
-        radius2 = 2.0 * n / lam  # ||W*||_F^2 <= 2n / lambda (ML3 §3)
-        rng = check_random_state(self.random_state)
-        if sp.issparse(Xe):
-            xx = row_sq_norms(Xe) + 1.0
+            return float(self.lambda_grid[0]) / n, cv  # nothing to choose: no CV
+        if self.lambda_grid is None:
+            return (1.0 / n if self.lambda_ is None else float(self.lambda_)), cv
+        X_cv, y_cv = cv_subsample(X, y_enc, self.cv_max_rows, self.random_state)
+        grid = [g / y_cv.size for g in self.lambda_grid]
+        params = {k: v for k, v in self.get_params().items()
+                  if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
+        lam_cv, cv["cv_error"] = select_lambda(X_cv, y_cv, grid, folds=self.cv_folds,
+                                               random_state=self.random_state, **params)
+        cv["cv_rows"] = int(y_cv.size)
+        return lam_cv * y_cv.size / n, cv  # the same multiple of 1 / n on all rows
 
-            def epoch(*args):  # ||[x, 1]||² above, the 1 implicit in the kernel
-                return sgd_epoch_csr(V, U, state, Xe.data, Xe.indices, Xe.indptr, xx, y_enc,
-                                     *args)
-        else:
-            xx = np.einsum("ij,ij->i", Xe, Xe)
+    def _test_rows(self, eval_set):
+        """The ``eval_set`` rows as the kernels take them and their labels, or None."""
+        if eval_set is None:
+            return None
+        X_te, y_te = eval_set
+        X_te = validate_data(self, X_te, accept_sparse=["csr", "csc", "coo"],
+                             dtype=np.float64, reset=False)
+        return _rows(X_te), np.asarray(y_te)
 
-            def epoch(*args):
-                return sgd_epoch(V, U, state, Xe, xx, y_enc, *args)
-
-        test = None
-        if eval_set is not None:
-            X_te, y_te = eval_set
-            X_te = validate_data(self, X_te, accept_sparse=["csr", "csc", "coo"],
-                                 dtype=np.float64, reset=False)
-            test = (_rows(X_te), np.asarray(y_te))
-
-        V = np.zeros((n_classes * m, d1))
-        U = np.zeros((1, 1))
-        state = np.array([1.0, 0.0, 0.0])  # [a, ||W||^2, alpha]: W = a V
-        scores = np.empty(n_classes * m)
-        bneg = np.empty(m)
-        no_neg = np.empty((0, n_classes, m))
-        epochs = 0
-
-        def fold():  # W = a V -> V (O(cmD) once per epoch; resets drift of ||W||^2)
-            V[...] *= state[0]
-            state[0] = 1.0
-            state[1] = float(np.sum(V * V))
-
-        # (1)-(2) of ML3 §4: random latent variables, SGD with all of them fixed
-        t0 = time.perf_counter()
-        chunk = max(1, _CHUNK_ELEMS // (n_classes * m))
+    def _init_epochs(self, run, rng) -> None:
+        """(1)-(2) of ML3 §4: W^0 by SGD with all latent variables fixed at random values."""
+        n = run.n
+        chunk = max(1, _CHUNK_ELEMS // (run.n_classes * run.m))
         for _ in range(self.n_init_epochs):
             check_deadline()
-            fold()
+            run.fold()
             order = rng.permutation(n).astype(np.int64)
             for lo in range(0, n, chunk):
                 idx = order[lo:lo + chunk]
-                b_all = _random_beta(rng, (idx.size, n_classes, m), p)
-                b_true = np.ascontiguousarray(b_all[np.arange(idx.size), y_enc[idx]])
-                epoch(idx, b_true, b_all, lam, 2.0 * n * epochs, float(lo), radius2, p, q, m,
-                      False, scores, bneg)
-            epochs += 1
-        fold()
-        t_init = time.perf_counter() - t0
+                b_all = _random_beta(rng, (idx.size, run.n_classes, run.m), run.p)
+                b_true = np.ascontiguousarray(b_all[np.arange(idx.size), run.y[idx]])
+                run.epoch(idx, b_true, b_all, float(lo), False)
+            run.epochs += 1
+        run.fold()
 
-        # (3) CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2)
-        history, t_cccp = History("iteration"), 0.0
-        W = V.reshape(n_classes, m, d1)
+    def _cccp(self, run, rng, test) -> tuple[History, float]:
+        """(3) the CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2); their history and
+        seconds (the history's apart)."""
+        history, seconds = History("iteration"), 0.0
         bar = progress.bar(total=self.n_iter, desc="CCCP", unit="iter")
         for it in range(self.n_iter):
             check_deadline()
-            t0 = time.perf_counter()
-            last_avg = self.averaging and it == self.n_iter - 1
-            beta_t = _true_class_beta(Xe, y_enc, W, p)  # beta*_{W^t, i, y_i}, eq. 13b
-            order = rng.permutation(n).astype(np.int64)
-            if last_avg:
-                U = np.zeros_like(V)
-                state[2] = 0.0
-            n_viol, _ = epoch(order, np.ascontiguousarray(beta_t[order]), no_neg, lam,
-                              2.0 * n * epochs, 0.0, radius2, p, q, m, last_avg, scores, bneg)
-            epochs += 1
-            if last_avg:  # Alg. 2 line 8: mean of the n iterates
-                V[...] = (U + state[2] * V) / n
-                state[0] = 1.0
-            fold()
-            t_cccp += time.perf_counter() - t0
-
+            tic = time.perf_counter()
+            n_viol = run.cccp_epoch(rng, average=self.averaging and it == self.n_iter - 1)
+            seconds += time.perf_counter() - tic
             with history.timed():
-                self._record(history, it + 1, W, Xe, y_enc, lam, p, test, n_viol)
+                self._record(history, it + 1, run.W, run.Xe, run.y, run.lam, run.p, test,
+                             n_viol)
             bar.set_postfix(violations=int(n_viol), refresh=False)
             bar.update()
         bar.close()
+        return history, seconds
 
-        self.W_ = W.copy()
-        self.lambda_used_ = lam
-        self.hinge_defined_ = n_classes == 2
+    def _set_fitted(self, run, cv, timings, history) -> None:
+        """``W_``, ``lambda_used_``, ``hinge_defined_`` and ``fit_info_``."""
+        self.W_ = run.W.copy()
+        self.lambda_used_ = run.lam
+        self.hinge_defined_ = run.n_classes == 2
         self.fit_info_ = {
-            "timings": {"cv": t_cv, "init": t_init, "cccp": t_cccp, "history": history.seconds},
-            "selected": {"lambda": lam},
-            "cv_error": cv_errors,
-            "cv_rows": cv_rows,
+            "timings": timings,
+            "selected": {"lambda": run.lam},
+            **cv,
             "history": history.entries,
-            "model_size": {"n_models": m, "n_params": int(W.size)},
+            "model_size": {"n_models": run.m, "n_params": int(run.W.size)},
         }
-        return self
 
     def _record(self, history, iteration, W, Xe, y_enc, lam, p, test, n_viol):
         """The history entry of a CCCP iteration: eq. 9's objective, the errors."""

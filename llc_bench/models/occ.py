@@ -76,15 +76,9 @@ from .kronecker import (
 )
 from .liblinear_fit import fit_liblinear
 from .linear import DEFAULT_C_GRID, cross_validate_C, grid_edge
-from .llc_sgd import (
-    Monitor,
-    SGDOptions,
-    decision_from_codes,
-    labels_matrix,
-    sgd_objective,
-    train_llc_sgd,
-)
 from .objective import ova_hinge, regulariser
+from .sgd_epoch import decision_from_codes, labels_matrix
+from .sgd_training import SGDOptions, SGDTraining
 
 LOSSES = {"squared_hinge": "l2_squared_hinge", "hinge": "l2_hinge"}
 _PREDICT_CHUNK_ENTRIES = 1 << 22  # rows × outputs × M per prediction chunk
@@ -334,30 +328,24 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             test_encode += time.perf_counter() - t
 
             Y_out = np.ascontiguousarray(Y[:, outs])
-            last: dict = {}
-
-            def objective(W, b, Y_out=Y_out, code=code, last=last):
-                last["objective"], last["F"] = sgd_objective(X, Y_out, code, W, b, lam, use_W)
-                return last["objective"]
-
-            def callback(epoch, W, b, j=j, outs=outs, code_t=code_t, last=last):
-                if epoch == 0:
-                    return
-                with history.timed():
-                    F_train[epoch - 1][:, outs] = last["F"]  # the objective's decision values
-                    reg[j, epoch - 1] = regulariser(lam, W if use_W else b)
-                    if test is not None:
-                        test[2][epoch - 1][:, outs] = decision_from_codes(test[0], code_t, W,
-                                                                          b, use_W)
-
             W = np.zeros((outs.size, basis.M, D))
             b = np.zeros((outs.size, basis.M))
             t = time.perf_counter()
-            W, b, run = train_llc_sgd(
+            training = SGDTraining(
                 X, Y_out, code, W, b,
                 SGDOptions(lambda_=lam, epochs=epochs, t0=self.t0, bias_scale=self.bias_scale,
                            skip=self.skip, use_W=use_W, random_state=seed_fit + j),
-                Monitor(objective, callback if record else None))
+                objective=True)
+            for epoch in training.epochs():
+                if not record or epoch.number == 0:
+                    continue
+                e = epoch.number - 1
+                with history.timed():
+                    F_train[e][:, outs] = epoch.F  # the objective's decision values
+                    reg[j, e] = regulariser(lam, W if use_W else b)
+                    if test is not None:
+                        test[2][e][:, outs] = decision_from_codes(test[0], code_t, W, b, use_W)
+            run = training.info
             timings["train"] += time.perf_counter() - t
             runs.append(run)
             if use_W:
