@@ -25,7 +25,7 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   neighbour search of trials with the same anchors and k (``distance_memo``), and
   (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
   λ only from that trial's duals (``kronecker.dual_cd_warm_start``), and (``eta0_walk``)
-  calibrates a trial's η0 by a walk from the previous trial's (``llc_sgd.eta0_walk``), and
+  calibrates a trial's η0 by a walk from the previous trial's (``eta0_calibration.eta0_walk``), and
   (``init_max_iter``) stops a trial's dual CD init after that many passes
   (``kronecker.dual_cd_pass_cap``): the SGD epochs continue from it;
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
