@@ -28,7 +28,7 @@ from omegaconf.errors import OmegaConfBaseException
 from llc_bench import console
 from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, LLCBenchError, did_you_mean
-from llc_bench.experiment.tuning import register_resolvers
+from llc_bench.selection.tuning import register_resolvers
 
 register_resolvers()  # the study name and storage of conf/search/_optuna.yaml
 
@@ -124,7 +124,7 @@ class RunCallback(Callback):
     jobs were all cache hits."""
 
     def on_run_start(self, config, **kwargs) -> None:
-        from llc_bench.experiment.results import ResultsStore
+        from llc_bench.store.results import ResultsStore
 
         try:
             ResultsStore(config.results_dir).check_writable()
@@ -133,7 +133,7 @@ class RunCallback(Callback):
 
     def on_multirun_start(self, config, **kwargs) -> None:
         self.on_run_start(config)
-        from llc_bench.experiment.tuning import check_sweep
+        from llc_bench.selection.tuning import check_sweep
 
         try:
             check_sweep(config)  # a tuning sweeper (Optuna) scores held-out training rows only
@@ -236,9 +236,9 @@ def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from llc_bench.experiment.costs import CostModel, describe
-    from llc_bench.experiment.results import ResultsStore, config_hash
     from llc_bench.experiment.runner import prepare_config
+    from llc_bench.store.costs import CostModel, describe
+    from llc_bench.store.results import ResultsStore, config_hash
 
     overrides = [a for a in argv if a not in ("-m", "--multirun") and "=" in a]
     if any(a.lstrip("+").startswith(("search=", "hydra/sweeper")) for a in overrides):
@@ -373,7 +373,7 @@ def tune_command(argv: list[str]) -> None:
     scores at least as well. With --from-sweep, the best trial of the Optuna study of a
     sweep (llc-bench run -m model=MODEL dataset=DATASET +search=MODEL
     +dataset.validation=F) is written instead."""
-    from llc_bench.experiment.tuning import tune_preset, write_tuned
+    from llc_bench.selection.tuning import tune_preset, write_tuned
 
     parser = command_parser("tune", tune_command.__doc__)
     parser.add_argument("model", help="a model preset, e.g. llsvm")
@@ -441,7 +441,7 @@ def predict_command(argv: list[str]) -> None:
     file's label when it has one) and prints the accuracy when the file has labels. The file
     is read and scored in blocks of lines (files larger than memory); --out appears whole or
     not at all."""
-    from llc_bench.experiment.predict import predict_file
+    from llc_bench.serving.predict import predict_file
 
     parser = _model_file_parser("predict", predict_command.__doc__)
     parser.add_argument("data", help="a data file in the training file's format")
@@ -456,7 +456,7 @@ def export_command(argv: list[str]) -> None:
     (float64) and returns the decision values, the saved preprocessing included: every
     family but SVM-KNN, lcc_svm_lcc and lcc_lasso (linear, kernel, Nystroem, LL-SVM, LCC+SVM,
     LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM)."""
-    from llc_bench.experiment.onnx_export import export_onnx
+    from llc_bench.serving.onnx_export import export_onnx
 
     parser = _model_file_parser("export", export_command.__doc__)
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
@@ -469,9 +469,9 @@ COMMANDS = {
     "run": "llc_bench.cli:run_command", "datasets": "llc_bench.cli:datasets_command",
     "tune": "llc_bench.cli:tune_command", "predict": "llc_bench.cli:predict_command",
     "export": "llc_bench.cli:export_command",
-    "models": "llc_bench.experiment.presets:models_command",
-    "results": "llc_bench.experiment.query:results_command",
-    "runs": "llc_bench.experiment.query:results_command",
+    "models": "llc_bench.selection.presets:models_command",
+    "results": "llc_bench.store.query:results_command",
+    "runs": "llc_bench.store.query:results_command",
     "tables": "llc_bench.tables.command:tables_command",
     "figures": "llc_bench.tables.command:figures_command",
 }

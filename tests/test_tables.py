@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from llc_bench.experiment.results import ResultsStore
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.command import tables_command
 from llc_bench.tables.reference import table_values
 

@@ -14,9 +14,9 @@ from conftest import compose_run
 from llc_bench.errors import ConfigError
 from llc_bench.experiment import runner
 from llc_bench.experiment.environment import THREAD_VARS, thread_settings
-from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import LOG_NAME, overlapping, read_log, run_window
 from llc_bench.models.linear import LinearSVMClassifier
+from llc_bench.store.results import ResultsStore, config_hash
 from llc_bench.tables.aggregate import aggregate, timing_problem, timing_reruns
 from llc_bench.tables.execute import Executor
 from llc_bench.tables.plan import CellPlan, RunPlan, TablePlan

@@ -30,7 +30,6 @@ from llc_bench import progress
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
 from llc_bench.errors import ConfigError, FitError, LLCBenchWarning, ResultsError
-from llc_bench.experiment.costs import kernel_cv_note
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -40,11 +39,12 @@ from llc_bench.experiment.environment import (
 )
 from llc_bench.experiment.keys import check_run_keys
 from llc_bench.experiment.metrics import accuracy, hinge_loss
-from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import run_window
-from llc_bench.experiment.selection import grid_edges
 from llc_bench.files import atomic_write_json
 from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
+from llc_bench.selection.selection import grid_edges
+from llc_bench.store.costs import kernel_cv_note
+from llc_bench.store.results import ResultsStore, config_hash
 
 # trainer.name -> "module:Class".  Imported only when a run names it.
 ESTIMATORS = {
@@ -222,7 +222,7 @@ def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
     per_class = model_size.get("n_parameters", 0) // max(1, model_size.get("n_outputs", 1))
     if not m or m < 2 or not d or per_class < m * d or m * d <= n_train:
         return None  # one linear model, codes only, or enough rows
-    from llc_bench.experiment.tune import preset_exists
+    from llc_bench.selection.tune import preset_exists
 
     model = (config.get("model") or {}).get("name", config["trainer"]["name"])
     fewer = n_train // d  # the most anchors with no more weights than rows
@@ -327,7 +327,7 @@ def _check_streaming(dataset: dict, estimator) -> None:
 def prepare_config(config: dict, fixed: tuple = ()) -> dict:
     """The numerics version and the resolved ``tune`` block in the config (so in its cache
     key); ``fixed``: the keys set on the command line, left out of a search."""
-    from llc_bench.experiment.tune import resolve
+    from llc_bench.selection.tune import resolve
 
     return resolve(add_numerics_version(config), fixed)
 
@@ -410,7 +410,7 @@ def _keeping_trial_anchors(config, ds, tuned: dict):
     trial's training rows when it was scored on held-out rows (``tune.trial_anchors``, which
     ``tune.resolve`` keeps for fixed-anchor models only); the report says so."""
     from llc_bench.coding.anchors import anchors_from_rows
-    from llc_bench.experiment.tune import trial_rows
+    from llc_bench.selection.tune import trial_rows
 
     rows = trial_rows(config, ds.X_train, ds.y_train)
     if rows is None:
@@ -422,7 +422,7 @@ def _keeping_trial_anchors(config, ds, tuned: dict):
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.query import data_line, describe_run
+    from llc_bench.store.query import data_line, describe_run
 
     data_cfg = config.get("data") or {}
     started = dt.datetime.now(dt.UTC)
@@ -444,7 +444,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         warm_up(estimator, ds.X_train, ds.y_train)
     tuned, refit = None, contextlib.nullcontext()
     if config.get("tune"):  # on training rows only: the test split is not passed in
-        from llc_bench.experiment.tune import select, with_params
+        from llc_bench.selection.tune import select, with_params
 
         progress.phase("tune")
         with jit_compile_timer(jit, "jit_compile_tune"):
@@ -533,7 +533,7 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     }
     record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
     if config.get("save_model"):  # the model file first: a record never points to nothing
-        from llc_bench.models.model_files import SUFFIX, save_model
+        from llc_bench.serving.model_files import SUFFIX, save_model
 
         relative = f"models/{key}{SUFFIX}"
         try:

@@ -10,8 +10,8 @@ from pathlib import Path
 from llc_bench import progress
 from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, ResultsError, did_you_mean
-from llc_bench.experiment.costs import CostModel, build_seconds, describe
-from llc_bench.experiment.results import ResultsStore, not_a_directory, read_record
+from llc_bench.store.costs import CostModel, build_seconds, describe
+from llc_bench.store.results import ResultsStore, not_a_directory, read_record
 from llc_bench.tables.execute import (
     LAUNCHERS,
     LOCAL_LAUNCHERS,
