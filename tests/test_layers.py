@@ -18,7 +18,8 @@ ALIASES = {f"llc_bench.{old}": f"llc_bench.{new}" for old, new in (
     ("experiment.tuning", "selection.tuning"), ("experiment.selection", "selection.selection"),
     ("experiment.presets", "selection.presets"), ("experiment.predict", "serving.predict"),
     ("experiment.onnx_export", "serving.onnx_export"),
-    ("models.model_files", "serving.model_files"))}
+    ("models.model_files", "serving.model_files"), ("arguments", "cli.arguments"),
+    ("tables.command", "cli.tables"))}
 #: the deprecated ``llc_bench.models.load`` calls ``llc_bench.serving.load``
 ALIAS_EDGES = {("llc_bench.models", "llc_bench.serving")}
 #: the layers, lowest first: a layer imports nothing from the layers after it
@@ -132,6 +133,19 @@ def test_lower_layers_do_not_import_upper_ones(graph):
         above = tuple(p for upper in LAYERS[n + 1:] for p in upper)
         for package in layer:
             assert _crossing(graph, package, above) == [], package
+
+
+def test_only_the_cli_parses_arguments():
+    """Library modules take values, not command lines: argparse lives in ``llc_bench.cli``."""
+    parsing = []
+    for name, path in _modules().items():
+        if name == "llc_bench.cli" or name.startswith("llc_bench.cli.") or name in ALIASES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            parsing += [name for n in names if n.split(".")[0] == "argparse"]
+    assert parsing == []
 
 
 def test_serving_and_the_store_do_not_import_each_other(graph):

@@ -271,7 +271,7 @@ def test_every_launched_run_gets_one_thread_and_forced_runs_must_rewrite(tmp_pat
 
 
 def test_timing_only_refuses_parallel_local_jobs(tmp_path):
-    from llc_bench.tables.command import tables_command
+    from llc_bench.cli.tables import tables_command
 
     with pytest.raises(ConfigError, match="--timing-only"):
         tables_command(["--timing-only", "--jobs", "2", "--results-dir", str(tmp_path)],
