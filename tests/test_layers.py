@@ -179,3 +179,24 @@ def test_an_alias_warns_and_is_its_new_module():
     from llc_bench.store.results import ResultsStore as moved
 
     assert ResultsStore is moved
+
+
+def test_the_package_and_its_commands_import_no_alias():
+    """Every module of the package imported, and a few commands run, in a fresh process
+    where an alias's warning is an error."""
+    import subprocess
+    import sys
+
+    script = f"""
+import importlib, warnings
+warnings.filterwarnings("error", message="llc_bench[.]", category=DeprecationWarning)
+for name in {sorted(set(_modules()) - set(ALIASES))!r}:
+    importlib.import_module(name)
+from llc_bench.cli import main
+for argv in (["--help"], ["models"], ["tables", "--list"], ["run", "--cfg", "job"]):
+    main(argv)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "deprecated" not in done.stderr
