@@ -1,11 +1,11 @@
-"""The argument parser of a subcommand: ``llc-bench <command>`` in its usage line, and
-the description its ``--help`` prints."""
+"""Deprecated: ``llc_bench.arguments`` is now ``llc_bench.cli.arguments``
+(an alias kept for one release)."""
 
-from __future__ import annotations
+import sys
+import warnings
 
-import argparse
+import llc_bench.cli.arguments as _new
 
-
-def command_parser(command: str, description: str) -> argparse.ArgumentParser:
-    """The parser of ``llc-bench <command>``."""
-    return argparse.ArgumentParser(prog=f"llc-bench {command}", description=description)
+warnings.warn("llc_bench.arguments is deprecated: import llc_bench.cli.arguments",
+              DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = _new

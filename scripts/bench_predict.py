@@ -102,9 +102,9 @@ def main(argv=None) -> None:
 
     from llc_bench.coding.local import SoftKNNCoding, knn_sq_distances
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.onnx_export import export_onnx
     from llc_bench.experiment.runner import run_experiment
-    from llc_bench.models.model_files import load_model
+    from llc_bench.serving.model_files import load_model
+    from llc_bench.serving.onnx_export import export_onnx
 
     work = Path(tempfile.mkdtemp(prefix="bench-predict-"))
     mirrors = ",".join(str(Path(m).resolve()) for m in args.mirror)

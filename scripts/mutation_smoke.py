@@ -58,7 +58,7 @@ MUTANTS = (
              "sign = 1.0 if METRICS[of].higher_is_better else -1.0", 1),),
            RANK_TESTS),
     Mutant("config hash drops every falsy value",
-           (("llc_bench/experiment/results.py", "if v is not None}", "if v}", 1),),
+           (("llc_bench/store/results.py", "if v is not None}", "if v}", 1),),
            HASH_TESTS),
     Mutant("sparse Kronecker: no bias column",
            (("llc_bench/models/kronecker.py",

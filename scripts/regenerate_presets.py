@@ -70,7 +70,7 @@ def fit_seconds(results_dir: Path, model: str, dataset: str) -> tuple[float | No
     """The median fit time (``train``: the chosen model's fit) of the store's test-split runs,
     and their median training rows."""
     from llc_bench.errors import LLCBenchError
-    from llc_bench.experiment.query import records_frame
+    from llc_bench.store.query import records_frame
 
     try:
         frame = records_frame(results_dir, datasets=[dataset], models=[model])
@@ -136,7 +136,7 @@ def main(argv=None) -> None:
             print(f"{path.stem:32s} rows {rows:7d}  estimated {cost_text}"
                   + ("  (skipped: over the limit)" if args.run and cost is not None else ""))
             continue
-        from llc_bench.experiment.tuning import tune_preset
+        from llc_bench.selection.tuning import tune_preset
 
         mirrors = ",".join(str(Path(m).resolve()) for m in args.mirror)
         fixed, differ = shared_overrides(table_cells.get((model, dataset), [{}]))

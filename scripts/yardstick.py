@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llc_bench.experiment.costs import fit_seconds
+from llc_bench.store.costs import fit_seconds
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = REPO.parent / "shared" / "datasets"

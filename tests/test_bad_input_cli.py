@@ -13,8 +13,8 @@ from conftest import REPO, compose_run, llc
 from llc_bench import cli
 from llc_bench.errors import ConfigError
 from llc_bench.experiment import runner
-from llc_bench.experiment.results import ResultsStore, atomic_write_json
 from llc_bench.models.linear import LinearSVMClassifier
+from llc_bench.store.results import ResultsStore, atomic_write_json
 
 
 @pytest.fixture(autouse=True)

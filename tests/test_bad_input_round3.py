@@ -248,7 +248,7 @@ def test_unknown_run_key_is_refused_before_anything_is_written(tmp_path, capsys,
 
 
 def test_tune_keys_are_left_to_the_tune_code(tmp_path, capsys):
-    """``tune`` is a known group (its keys are checked by experiment/tune.py)."""
+    """``tune`` is a known group (its keys are checked by selection/tune.py)."""
     from llc_bench.experiment.keys import check_run_keys
 
     check_run_keys({"tune": {"mode": "off", "anything": 1}, "seed": 0})
@@ -527,7 +527,7 @@ def test_version(capsys):
 
 @pytest.fixture
 def store(tmp_path):
-    from llc_bench.experiment.results import ResultsStore, config_hash
+    from llc_bench.store.results import ResultsStore, config_hash
 
     store = ResultsStore(tmp_path / "results")
     store.check_writable()

@@ -290,7 +290,7 @@ def test_tune_on_own_files_writes_no_preset_every_own_file_would_take(tmp_path, 
 def test_a_large_kernel_cv_is_said_before_it_is_paid(tmp_path, capsys, files, monkeypatch):
     """`run dataset=mnist model=kernel` started 125 LIBSVM fits on 48,000 rows without a
     word; the note now comes after the data line, before the CV."""
-    from llc_bench.experiment import costs
+    from llc_bench.store import costs
 
     trainer = {"name": "libsvm", "C": None, "gamma": None, "cv_folds": 5,
                "C_grid": [0.1, 1, 10, 100, 1000], "gamma_factors": [0.1, 0.3, 1, 3, 10]}

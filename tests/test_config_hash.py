@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llc_bench.experiment.results import NON_SEMANTIC_KEYS, config_hash, read_record
+from llc_bench.store.results import NON_SEMANTIC_KEYS, config_hash, read_record
 
 RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
 

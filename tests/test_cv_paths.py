@@ -4,9 +4,9 @@ skips the CV, a multi-value grid records its scores and whether it chose an edge
 import numpy as np
 import pytest
 
-from llc_bench.experiment.selection import grid_edges
 from llc_bench.models import LLSVMClassifier, OCCClassifier
 from llc_bench.models.svm_knn import SVMKNNClassifier
+from llc_bench.selection.selection import grid_edges
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import blobs, keep_model, llc, write_csv
 
-from llc_bench.models.model_files import load_model
+from llc_bench.serving.model_files import load_model
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnx") is None,
                                 reason="the export extras (onnx) are not installed")

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
+from llc_bench.cli.tables import figures_command
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.results import ResultsStore
-from llc_bench.tables.command import figures_command
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.figures import own_files_label
 
 

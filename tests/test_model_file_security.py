@@ -1,5 +1,5 @@
 """Hostile model files: each is refused with one line by `llc-bench predict`, `llc-bench
-export` and `llc_bench.models.load`, before anything it names is called, with nothing
+export` and `llc_bench.serving.load`, before anything it names is called, with nothing
 written and the memory bounded."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import llc_bench.models as models
-import llc_bench.models.model_files as model_files
+import llc_bench.serving as serving
+import llc_bench.serving.model_files as model_files
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
 
@@ -122,7 +122,7 @@ def _refusals(path, test, tmp_path, capsys) -> list[str]:
     before = _snapshot(tmp_path, Path.cwd())
     lines = []
     with pytest.raises(ConfigError) as err:
-        models.load(path)
+        serving.load(path)
     lines.append(str(err.value))
     for command in (["predict", str(path), str(test), "--out", str(tmp_path / "p.csv")],
                     ["export", str(path), "--onnx", str(tmp_path / "m.onnx")]):
@@ -214,7 +214,7 @@ def test_an_attribute_hiding_a_method_is_refused(kept, here, capsys):
 
 
 def _fitted(path):
-    return models.load(path)
+    return serving.load(path)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -305,14 +305,14 @@ def test_a_zip_bomb_is_refused_by_its_directory_before_it_inflates(kept, here, c
     meta = _members(kept[2][0])["meta.json"]
     path = _bomb(here / "model.llcm", 96 << 20, extra={"meta.json": meta})
     assert path.stat().st_size < 200_000                      # ~100 kB inflating to 96 MiB
-    line, peak = _bounded(lambda: models.load(path), 0)
+    line, peak = _bounded(lambda: serving.load(path), 0)
     assert "inflates" in line and "zip bomb" in line and peak < 8 << 20, (line, peak)
     for line in _refusals(path, kept[2][1], here, capsys):
         assert "zip bomb" in line
     monkeypatch.setattr(model_files, "MAX_BYTES", 32 << 20)    # the cap on the total too
     small = _bomb(here / "capped.llcm", 40 << 20, extra={"meta.json": meta})
     monkeypatch.setattr(model_files, "MAX_RATIO", 10 ** 6)
-    line, peak = _bounded(lambda: models.load(small), 0)
+    line, peak = _bounded(lambda: serving.load(small), 0)
     assert "past the cap of 32 MiB" in line and peak < 8 << 20, (line, peak)
 
 
@@ -326,7 +326,7 @@ def test_a_zip_directory_that_lies_about_the_sizes_is_refused_while_inflating(ke
     assert data[start + 46:start + 46 + len(b"model.skops")] == b"model.skops"
     data[start + 24:start + 28] = (1024).to_bytes(4, "little")   # its inflated size
     path.write_bytes(bytes(data))
-    line, peak = _bounded(lambda: models.load(path), 0)
+    line, peak = _bounded(lambda: serving.load(path), 0)
     assert "model.llcm" in line and peak < 8 << 20, (line, peak)
     for line in _refusals(path, kept[2][1], here, capsys):
         assert "truncated" in line or "inflates" in line

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from conftest import compose_run
 
-import llc_bench.models as models
+import llc_bench.serving as serving
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator
-from llc_bench.models.model_files import FORMAT_VERSION, load_model, save_model
+from llc_bench.serving.model_files import FORMAT_VERSION, load_model, save_model
 
 FAMILIES = ["linear", "kernel", "llsvm", "lcc_svm", "sapl", "jo", "ml3", "occ_lib_g",
             "occ_peg_c", "ldkl", "csvm", "svm_knn", "lcc_svm_lcc", "lcc_lasso", "nystroem"]
@@ -35,7 +35,7 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
         estimator = build_estimator(config).fit(X, labels)
         path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
                           config_hash="abc", versions={})
-        loaded = models.load(path)           # the public reader: load_model's estimator
+        loaded = serving.load(path)           # the public reader: load_model's estimator
         assert type(loaded) is type(estimator) and load_model(path)[1]["config_hash"] == "abc"
         X_new = _data(50, seed=1)[0]
         assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
@@ -56,7 +56,7 @@ def test_a_model_fitted_on_sparse_rows_round_trips(model, tmp_path):
     path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
                       versions={})
     X_new = sp.csr_matrix(_data(50, seed=1)[0])
-    assert np.array_equal(np.asarray(models.load(path).decision_function(X_new)),
+    assert np.array_equal(np.asarray(serving.load(path).decision_function(X_new)),
                           np.asarray(estimator.decision_function(X_new)))
 
 
@@ -66,7 +66,7 @@ PRESETS = ["linear_cs", "occ_lib_c", "occ_linear_c", "occ_linear_g", "occ_peg_g"
 
 
 def _same_model(loaded, estimator, X_new):
-    from llc_bench.models.model_files import base_estimator
+    from llc_bench.serving.model_files import base_estimator
 
     assert type(loaded) is type(estimator)
     assert np.array_equal(np.asarray(base_estimator(loaded).decision_function(X_new)),
@@ -88,7 +88,7 @@ def test_every_other_preset_round_trips(model, tmp_path):
         estimator = build_estimator(compose_run(*extra, tmp_path=tmp_path)).fit(X, labels)
         path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
                           versions={})
-        _same_model(models.load(path), estimator, _data(50, seed=1)[0])
+        _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
 
 
 @pytest.mark.parametrize("model,method", [("llsvm", "sigmoid"), ("kernel", "isotonic"),
@@ -103,7 +103,7 @@ def test_a_calibrated_model_round_trips(model, method, tmp_path):
         estimator = calibrate(build_estimator(config).fit(X, labels), X, labels, method, 0)
         path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
                           versions={})
-        _same_model(models.load(path), estimator, _data(50, seed=1)[0])
+        _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
 
 
 def _csv(path, X, labels, header=True):
@@ -278,13 +278,13 @@ def test_predict_on_a_sparse_svmlight_file(tmp_path, capsys):
                                        ("jo", "JOClassifier"), ("lcc_svm", "LCCSVMClassifier")])
 def test_an_estimator_per_method_has_its_preset_s_defaults(model, cls):
     import llc_bench.models as models
-    from llc_bench.experiment.presets import from_preset
+    from llc_bench.selection.presets import from_preset
 
     assert from_preset(model).get_params() == getattr(models, cls)(random_state=0).get_params()
 
 
 def test_from_preset_applies_the_dataset_s_tuned_preset_and_overrides():
-    from llc_bench.experiment.presets import from_preset
+    from llc_bench.selection.presets import from_preset
 
     assert from_preset("llsvm", "usps").lambda_ == 1e-3          # conf/tuned/llsvm_usps.yaml
     assert from_preset("llsvm").lambda_ == 1e-4                  # the model preset alone
@@ -328,7 +328,7 @@ def test_bad_keep_and_export_inputs_are_one_line_errors(kept, capsys):
 
 
 def test_predict_reads_a_file_in_blocks_and_writes_the_same_rows(kept, tmp_path, capsys):
-    from llc_bench.experiment.predict import iter_rows, predict_file
+    from llc_bench.serving.predict import iter_rows, predict_file
 
     _, record, test, *_ = kept
     model = tmp_path / "store" / record["model_file"]
@@ -343,7 +343,7 @@ def test_predict_reads_a_file_in_blocks_and_writes_the_same_rows(kept, tmp_path,
 
 def test_a_bad_row_in_a_late_block_leaves_no_output(kept, tmp_path, capsys):
     from llc_bench.errors import DatasetError
-    from llc_bench.experiment.predict import predict_file
+    from llc_bench.serving.predict import predict_file
 
     _, record, test, *_ = kept
     model = tmp_path / "store" / record["model_file"]
@@ -363,7 +363,7 @@ def test_a_non_finite_or_huge_value_in_a_late_block_is_one_line_naming_its_line(
         kept, tmp_path, capsys, value, message):
     """As a training file's check says it: the row, the line, the column; no output."""
     from llc_bench.errors import DatasetError
-    from llc_bench.experiment.predict import predict_file
+    from llc_bench.serving.predict import predict_file
 
     _, record, test, *_ = kept
     model = tmp_path / "store" / record["model_file"]

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from llc_bench.cli import main
-from llc_bench.experiment.presets import compose_preset, preset_info, preset_names
 from llc_bench.experiment.runner import estimator_class
 from llc_bench.models._validation import describe
+from llc_bench.selection.presets import compose_preset, preset_info, preset_names
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import compose_run, llc
 
 from llc_bench.experiment.runner import run_experiment
-from llc_bench.models.model_files import load_model
+from llc_bench.serving.model_files import load_model
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None,

@@ -7,8 +7,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from llc_bench.cli import main
-from llc_bench.experiment import tuning
-from llc_bench.experiment.query import records_frame
+from llc_bench.selection import tuning
+from llc_bench.store.query import records_frame
 
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 optuna = pytest.importorskip("optuna")
@@ -24,7 +24,7 @@ def _sweep(results, *extra):
 
 
 def _trials(results):
-    from llc_bench.experiment.tuning import find_study, storage_url
+    from llc_bench.selection.tuning import find_study, storage_url
 
     study = optuna.load_study(study_name=find_study(results, "llsvm", "banana"),
                               storage=storage_url(results))
@@ -32,7 +32,7 @@ def _trials(results):
 
 
 def test_four_trial_study_and_its_winner(tmp_path, capsys):
-    from llc_bench.experiment.tuning import write_tuned
+    from llc_bench.selection.tuning import write_tuned
 
     results = tmp_path / "results"
     _sweep(results, "+dataset.validation=0.25", "hydra.sweeper.n_trials=4")

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, blobs, keep_model, llc, write_csv
 
 from llc_bench.errors import DatasetError
-from llc_bench.experiment.predict import predict_file
+from llc_bench.serving.predict import predict_file
 
 NAMES = np.array(["low", "mid", "high"])
 

@@ -100,7 +100,7 @@ def test_labels_holding_commas_and_quotes_keep_every_column_in_place(tmp_path, c
 
 DRIVER = textwrap.dedent("""
     import sys, time
-    import llc_bench.experiment.predict as predict
+    import llc_bench.serving.predict as predict
     from llc_bench.cli import main
 
     def slow(self, rows):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from llc_bench.cli import main
-from llc_bench.experiment.query import records_frame
-from llc_bench.experiment.results import ResultsStore, config_hash
+from llc_bench.store.query import records_frame
+from llc_bench.store.results import ResultsStore, config_hash
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -163,7 +163,7 @@ def test_fresh_run_prints_data_model_phases_record(tmp_path, capsys):
 def test_costs_are_estimated_from_the_store_s_records(tmp_path):
     """The median time of one run of the same model on the same dataset, its fit scaled
     down to a subsampled run's rows; a pair never run has no estimate."""
-    from llc_bench.experiment.costs import CostModel, describe
+    from llc_bench.store.costs import CostModel, describe
 
     store = ResultsStore(tmp_path / "results")
     store.check_writable()

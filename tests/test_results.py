@@ -5,8 +5,8 @@ import json
 import pytest
 
 from llc_bench.errors import ResultsError
-from llc_bench.experiment import results
-from llc_bench.experiment.results import ResultsStore, config_hash
+from llc_bench.store import results
+from llc_bench.store.results import ResultsStore, config_hash
 
 
 def make_record(seed=0, acc=0.9):

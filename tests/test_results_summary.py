@@ -6,8 +6,8 @@ import pytest
 
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.query import records_frame
-from llc_bench.experiment.results import ResultsStore, config_hash
+from llc_bench.store.query import records_frame
+from llc_bench.store.results import ResultsStore, config_hash
 
 
 def _record(seed, acc, lambda_=1e-5, tune="absent", validation=None, model="llsvm"):

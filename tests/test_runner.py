@@ -6,9 +6,9 @@ from conftest import REPO, compose_run
 
 from llc_bench.errors import ConfigError, DatasetError
 from llc_bench.experiment import runner
-from llc_bench.experiment.results import ResultsStore
 from llc_bench.models.kernel import KernelSVMClassifier
 from llc_bench.models.linear import LinearSVMClassifier
+from llc_bench.store.results import ResultsStore
 
 
 def test_build_estimator_maps_the_config_to_constructor_arguments(tmp_path):
@@ -187,7 +187,7 @@ def test_a_model_file_that_cannot_be_written_keeps_the_run_s_record(tmp_path, mo
     import errno
 
     from llc_bench.errors import ResultsError
-    from llc_bench.models import model_files
+    from llc_bench.serving import model_files
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -261,8 +261,8 @@ def test_fixed_and_learned_anchors_default_to_their_coarse_grids():
     assert info["sgd_dtype"] == "float64"
 
 def test_numerics_version_enters_the_cache_key():
-    from llc_bench.experiment.results import config_hash
     from llc_bench.experiment.runner import add_numerics_version
+    from llc_bench.store.results import config_hash
 
     base = {"trainer": {"name": "llc_sgd"}, "coding": {"name": "inverse_distance"},
             "seed": 0, "dataset": {"name": "banana"}}

@@ -9,8 +9,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from llc_bench.experiment.results import ResultsStore
-from llc_bench.tables.command import tables_command
+from llc_bench.cli.tables import tables_command
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.reference import table_values
 
 ARGS = ["--profile", "quick", "--table", "sapl_table2", "--dataset", "banana",

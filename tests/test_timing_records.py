@@ -14,9 +14,9 @@ from conftest import compose_run
 from llc_bench.errors import ConfigError
 from llc_bench.experiment import runner
 from llc_bench.experiment.environment import THREAD_VARS, thread_settings
-from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import LOG_NAME, overlapping, read_log, run_window
 from llc_bench.models.linear import LinearSVMClassifier
+from llc_bench.store.results import ResultsStore, config_hash
 from llc_bench.tables.aggregate import aggregate, timing_problem, timing_reruns
 from llc_bench.tables.execute import Executor
 from llc_bench.tables.plan import CellPlan, RunPlan, TablePlan
@@ -271,7 +271,7 @@ def test_every_launched_run_gets_one_thread_and_forced_runs_must_rewrite(tmp_pat
 
 
 def test_timing_only_refuses_parallel_local_jobs(tmp_path):
-    from llc_bench.tables.command import tables_command
+    from llc_bench.cli.tables import tables_command
 
     with pytest.raises(ConfigError, match="--timing-only"):
         tables_command(["--timing-only", "--jobs", "2", "--results-dir", str(tmp_path)],

@@ -1,4 +1,4 @@
-"""Hyper-parameter selection on training rows (llc_bench/experiment/tune.py, tune=auto)."""
+"""Hyper-parameter selection on training rows (llc_bench/selection/tune.py, tune=auto)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from conftest import REPO, compose_run
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.results import config_hash
 from llc_bench.experiment.runner import build_estimator, prepare_config, run_experiment
-from llc_bench.experiment.tune import noise_margin, resolve, search_space, select, with_params
+from llc_bench.selection.tune import noise_margin, resolve, search_space, select, with_params
+from llc_bench.store.results import config_hash
 
 
 def _csv(path: Path, X, y) -> Path:
@@ -156,7 +156,7 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
     import warnings
 
     from llc_bench.errors import LLCBenchWarning
-    from llc_bench.experiment.tune import _parts, _splits, cost_warning
+    from llc_bench.selection.tune import _parts, _splits, cost_warning
 
     X, y = _xor(300, 0)
     y = np.where(y, 1, -1)
@@ -272,7 +272,7 @@ def test_fits_stop_at_a_passed_deadline_and_only_inside_its_block():
 
 
 def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch):
-    from llc_bench.experiment import tune
+    from llc_bench.selection import tune
 
     (tmp_path / "search").mkdir()
     (tmp_path / "search" / "ml3.yaml").write_text(
@@ -285,7 +285,7 @@ def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch)
 
 
 def test_the_budget_line_through_the_fits():
-    from llc_bench.experiment.tune import _seconds_at, fit_cost
+    from llc_bench.selection.tune import _seconds_at, fit_cost
 
     assert fit_cost({"a": {"cost": True}, "b": {}, "c": {"cost": True}},
                     {"a": 4, "b": 9, "c": 2.5}) == 10.0
@@ -372,7 +372,7 @@ def test_the_anchor_rule_is_searched_with_more_than_two_classes_only(tmp_path):
 
 
 def test_a_one_point_space_skips_selection(tmp_path, monkeypatch):
-    from llc_bench.experiment import tune
+    from llc_bench.selection import tune
 
     monkeypatch.setattr(tune, "search_space", lambda model: {
         "coding.k": {"kind": "choice", "values": [4]}})
@@ -625,7 +625,7 @@ def test_rungs_train_on_nested_stratified_subsets_of_the_held_out_split(tmp_path
     shares, the validation rows the same; a trial's value is its last rung's score, and a
     setting poor on few rows is pruned before it is fitted on all of them.  rungs=1 is
     the procedure (and the cache key) from before rungs existed."""
-    from llc_bench.experiment.tune import _splits
+    from llc_bench.selection.tune import _splits
 
     X, y = _xor(2400, 0)
     y = np.where(y & (X[:, 0] > 0.5), 2, y.astype(int))  # three classes, unequal shares
@@ -789,7 +789,7 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
 def test_the_one_se_rule_needs_a_capacity_and_stays_inside_the_margin():
     from types import SimpleNamespace as T
 
-    from llc_bench.experiment.tune import _simplest_near
+    from llc_bench.selection.tune import _simplest_near
 
     def trial(number, value, m, state="COMPLETE", lam=1e-4):
         return T(number=number, value=value, params={"coding.n_anchors": m, "lambda_": lam},
@@ -817,7 +817,7 @@ def test_the_fit_of_a_held_out_choice_keeps_its_trials_anchors(tmp_path):
     from sklearn.base import clone
 
     from llc_bench.coding.anchors import anchors_from_rows
-    from llc_bench.experiment.tune import trial_rows
+    from llc_bench.selection.tune import trial_rows
 
     X, y = _xor(300, 0)
     config = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on", *SMALL,

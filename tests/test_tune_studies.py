@@ -1,4 +1,4 @@
-"""The Optuna studies of tuning sweeps (llc_bench/experiment/tuning.py): named by what their
+"""The Optuna studies of tuning sweeps (llc_bench/selection/tuning.py): named by what their
 trials run on, resumed with new settings, kept where the results are, read with one clear
 line when the file is damaged."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from llc_bench.cli import main
-from llc_bench.experiment import tuning
+from llc_bench.selection import tuning
 
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 optuna = pytest.importorskip("optuna")

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from llc_bench.errors import ConfigError
-from llc_bench.experiment.results import ResultsStore, config_hash
+from llc_bench.store.results import ResultsStore, config_hash
 from llc_bench.tables.aggregate import aggregate
 from llc_bench.tables.plan import CellPlan, RunPlan, TablePlan
 from llc_bench.tables.render import render_markdown, write_summary, write_table

@@ -5,7 +5,7 @@ nothing but the cache key.  ``trainer.*`` and ``coding.*`` are checked against t
 estimator's parameters (``runner.build_estimator``), ``dataset.*`` against the dataset
 schema (``llc_bench.data.spec`` / ``llc_bench.data.custom``); this module checks the
 rest: the top-level keys of ``conf/run.yaml``, its config groups, and the keys of
-``data``, ``history`` and ``model``.  ``tune`` is open here (``experiment/tune.py`` reads
+``data``, ``history`` and ``model``.  ``tune`` is open here (``selection/tune.py`` reads
 and checks it).
 """
 

@@ -30,7 +30,6 @@ from llc_bench import progress
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
 from llc_bench.errors import ConfigError, FitError, LLCBenchWarning, ResultsError
-from llc_bench.experiment.costs import kernel_cv_note
 from llc_bench.experiment.environment import (
     code_revision,
     host_info,
@@ -40,11 +39,12 @@ from llc_bench.experiment.environment import (
 )
 from llc_bench.experiment.keys import check_run_keys
 from llc_bench.experiment.metrics import accuracy, hinge_loss
-from llc_bench.experiment.results import ResultsStore, config_hash
 from llc_bench.experiment.runlog import run_window
-from llc_bench.experiment.selection import grid_edges
 from llc_bench.files import atomic_write_json
 from llc_bench.models._validation import InvalidParameter, labels_from_scores, validate_params
+from llc_bench.selection.selection import grid_edges
+from llc_bench.store.costs import kernel_cv_note
+from llc_bench.store.results import ResultsStore, config_hash
 
 # trainer.name -> "module:Class".  Imported only when a run names it.
 ESTIMATORS = {
@@ -222,7 +222,7 @@ def small_data_warning(config: Mapping, model_size: Mapping, n_train: int,
     per_class = model_size.get("n_parameters", 0) // max(1, model_size.get("n_outputs", 1))
     if not m or m < 2 or not d or per_class < m * d or m * d <= n_train:
         return None  # one linear model, codes only, or enough rows
-    from llc_bench.experiment.tune import preset_exists
+    from llc_bench.selection.tune import preset_exists
 
     model = (config.get("model") or {}).get("name", config["trainer"]["name"])
     fewer = n_train // d  # the most anchors with no more weights than rows
@@ -327,7 +327,7 @@ def _check_streaming(dataset: dict, estimator) -> None:
 def prepare_config(config: dict, fixed: tuple = ()) -> dict:
     """The numerics version and the resolved ``tune`` block in the config (so in its cache
     key); ``fixed``: the keys set on the command line, left out of a search."""
-    from llc_bench.experiment.tune import resolve
+    from llc_bench.selection.tune import resolve
 
     return resolve(add_numerics_version(config), fixed)
 
@@ -410,7 +410,7 @@ def _keeping_trial_anchors(config, ds, tuned: dict):
     trial's training rows when it was scored on held-out rows (``tune.trial_anchors``, which
     ``tune.resolve`` keeps for fixed-anchor models only); the report says so."""
     from llc_bench.coding.anchors import anchors_from_rows
-    from llc_bench.experiment.tune import trial_rows
+    from llc_bench.selection.tune import trial_rows
 
     rows = trial_rows(config, ds.X_train, ds.y_train)
     if rows is None:
@@ -421,11 +421,41 @@ def _keeping_trial_anchors(config, ds, tuned: dict):
 
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
     """Load the data, fit, evaluate, save the record (the store's lock is held)."""
+    started = dt.datetime.now(dt.UTC)
+    ds, data = _load(config, seed, echo)
+    jit: dict = {}
+    estimator, tuned, train_seconds = _fit(config, ds, estimator, jit, echo)
+    progress.phase("evaluate", "test and training rows")
+    with jit_compile_timer(jit, "jit_compile_test"):
+        test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
+    train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
+    fit_info = _fit_info(config, estimator, len(ds.y_train), tuned)
+    kept, probabilities = _calibrate(config, estimator, ds, seed)
+    timings = _timings(ds, fit_info, jit, train_seconds, test_seconds, tuned, probabilities)
+    record = {
+        "record_version": 1,
+        "status": "complete",
+        "config_hash": key,
+        "config": config,
+        "seed": seed,
+        "dataset": config["dataset"]["name"],
+        "model": (config.get("model") or {}).get("name", config["trainer"]["name"]),
+        "data": data,
+        "metrics": _metrics(train, test, probabilities, len(ds.classes)),
+        "timings": timings,
+        **_fitted(fit_info, tuned, probabilities),
+        **_provenance(started, window),
+    }
+    record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
+    return _save(record, kept, ds, store, output_dir, echo)
+
+
+def _load(config, seed, echo) -> tuple:
+    """The run's dataset and the record's ``data`` entry (sizes, classes, files), said."""
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.query import data_line, describe_run
+    from llc_bench.store.query import data_line
 
     data_cfg = config.get("data") or {}
-    started = dt.datetime.now(dt.UTC)
     progress.phase("load", config["dataset"]["name"])
     ds = load_dataset(config["dataset"], seed=seed, home=data_cfg.get("home"),
                       mirrors=tuple(data_cfg.get("mirrors") or ()),
@@ -437,50 +467,74 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
     costly = kernel_cv_note(config.get("trainer") or {}, data["n_train"])
     if costly:  # said before it is paid
         print(f"llc-bench: note: {costly}", file=sys.stderr, flush=True)
+    return ds, data
+
+
+def _fit(config, ds, estimator, jit: dict, echo) -> tuple:
+    """Compile the kernels on a few rows, select the setting (``tune``), fit: the fitted
+    estimator, the selection's report (None without one) and the fit's seconds."""
     eval_set = (ds.X_test, ds.y_test) if (config.get("history") or {}).get("test") else None
-    jit: dict = {}
     progress.phase("compile", "numba kernels (cached after the first run)")
     with jit_compile_timer(jit, "jit_compile_warmup"):  # compilation outside the timed fit
         warm_up(estimator, ds.X_train, ds.y_train)
     tuned, refit = None, contextlib.nullcontext()
     if config.get("tune"):  # on training rows only: the test split is not passed in
-        from llc_bench.experiment.tune import select, with_params
-
-        progress.phase("tune")
-        with jit_compile_timer(jit, "jit_compile_tune"):
-            chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
-        estimator = build_estimator(with_params(config, chosen))
-        refit = _keeping_trial_anchors(config, ds, tuned)
+        estimator, tuned, refit = _select(config, ds, jit, echo)
     progress.phase("fit", (config.get("model") or {}).get("name"))
     with jit_compile_timer(jit, "jit_compile_train"), refit:
         t0 = time.perf_counter()
         estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
         train_seconds = time.perf_counter() - t0
-    progress.phase("evaluate", "test and training rows")
-    with jit_compile_timer(jit, "jit_compile_test"):
-        test, test_seconds = _evaluate(estimator, ds.X_test, ds.y_test, ds.classes)
-    train = _evaluate_train(estimator, ds.X_train, ds.y_train, ds.classes)
+    return estimator, tuned, train_seconds
+
+
+def _select(config, ds, jit: dict, echo) -> tuple:
+    """``tune``: the chosen setting's estimator, the selection's report, and the context of
+    its refit (the trials' anchors kept)."""
+    from llc_bench.selection.tune import select, with_params
+
+    progress.phase("tune")
+    with jit_compile_timer(jit, "jit_compile_tune"):
+        chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
+    estimator = build_estimator(with_params(config, chosen))
+    return estimator, tuned, _keeping_trial_anchors(config, ds, tuned)
+
+
+def _fit_info(config, estimator, n_train: int, tuned) -> dict:
+    """The fitted estimator's report, with the notes on its size (capped anchors, few rows
+    per parameter) added and warned."""
     fit_info = dict(getattr(estimator, "fit_info_", {}) or {})
     size = fit_info.get("model_size") or {}
-    for note in (capped_anchors(config, size, len(ds.y_train), tuned),
-                 small_data_warning(config, size, len(ds.y_train), tuned)):
+    for note in (capped_anchors(config, size, n_train, tuned),
+                 small_data_warning(config, size, n_train, tuned)):
         if note:
             fit_info["notes"] = [*(fit_info.get("notes") or []), note]
             warnings.warn(note, LLCBenchWarning, stacklevel=1)
-    kept, probabilities = estimator, {}
-    if config.get("calibration"):  # probabilities: calibrated on held-out training rows
-        from llc_bench.experiment.calibration import calibrate, probability_metrics
+    return fit_info
 
-        if isinstance(ds.X_train, RowSource):
-            raise ConfigError("calibration needs the training rows in memory; a streamed "
-                              "dataset cannot be calibrated (calibration=null)")
-        t_cal = time.perf_counter()
-        kept = calibrate(estimator, ds.X_train, ds.y_train, config["calibration"], seed)
-        probabilities = {**probability_metrics(kept, ds.X_test, ds.y_test,
-                                               np.asarray(estimator.classes_)),
-                         "calibration": kept.method,
-                         "calibration_seconds": time.perf_counter() - t_cal}
 
+def _calibrate(config, estimator, ds, seed) -> tuple:
+    """The model to keep (calibrated with ``calibration``) and its probability metrics."""
+    if not config.get("calibration"):
+        return estimator, {}
+    from llc_bench.experiment.calibration import calibrate, probability_metrics
+
+    if isinstance(ds.X_train, RowSource):
+        raise ConfigError("calibration needs the training rows in memory; a streamed "
+                          "dataset cannot be calibrated (calibration=null)")
+    t_cal = time.perf_counter()  # probabilities: calibrated on held-out training rows
+    kept = calibrate(estimator, ds.X_train, ds.y_train, config["calibration"], seed)
+    probabilities = {**probability_metrics(kept, ds.X_test, ds.y_test,
+                                           np.asarray(estimator.classes_)),
+                     "calibration": kept.method,
+                     "calibration_seconds": time.perf_counter() - t_cal}
+    return kept, probabilities
+
+
+def _timings(ds, fit_info: dict, jit: dict, train_seconds: float, test_seconds: float,
+             tuned, probabilities: dict) -> dict:
+    """The record's timings: the data's, the fit's phases (moved out of ``fit_info``),
+    train and test times, compilation, selection and calibration."""
     timings = dict(ds.info.get("timings", {}))
     timings.update({f"fit_{k}": v for k, v in (fit_info.pop("timings", {}) or {}).items()})
     # "train": fitting the chosen model, without hyper-parameter CV, without the per-epoch
@@ -495,23 +549,24 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
         timings["tune"] = tuned["seconds"]
     if probabilities:
         timings["calibration"] = probabilities["calibration_seconds"]
-    record = {
-        "record_version": 1,
-        "status": "complete",
-        "config_hash": key,
-        "config": config,
-        "seed": seed,
-        "dataset": config["dataset"]["name"],
-        "model": (config.get("model") or {}).get("name", config["trainer"]["name"]),
-        "data": data,
-        "metrics": {"train_accuracy": train["accuracy"], "test_accuracy": test["accuracy"],
-                    "train_hinge": train["hinge"], "test_hinge": test["hinge"],
-                    "hinge_note": ("one-vs-all hinge averaged over samples and classes"
-                                   if len(ds.classes) > 2 else "mean binary hinge")
-                    if test["hinge"] is not None else
-                    "undefined: the decision values are not per-class margins",
-                    **{k: v for k, v in probabilities.items() if k.startswith("test_")}},
-        "timings": timings,
+    return timings
+
+
+def _metrics(train: dict, test: dict, probabilities: dict, n_classes: int) -> dict:
+    """Accuracies and hinge losses on the training and test rows (and probability scores)."""
+    return {"train_accuracy": train["accuracy"], "test_accuracy": test["accuracy"],
+            "train_hinge": train["hinge"], "test_hinge": test["hinge"],
+            "hinge_note": ("one-vs-all hinge averaged over samples and classes"
+                           if n_classes > 2 else "mean binary hinge")
+            if test["hinge"] is not None else
+            "undefined: the decision values are not per-class margins",
+            **{k: v for k, v in probabilities.items() if k.startswith("test_")}}
+
+
+def _fitted(fit_info: dict, tuned, probabilities: dict) -> dict:
+    """The record's entries on the fitted model: size, history, report, grid edges, the
+    selection's report and the calibration."""
+    return {
         "model_size": fit_info.pop("model_size", {}),
         "history": fit_info.pop("history", []),
         "fit_info": fit_info,
@@ -521,6 +576,12 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
                             "folds": "stratified 3-fold of the training rows (out-of-fold "
                                      "decision values), seeded by the run seed"}}
            if probabilities else {}),
+    }
+
+
+def _provenance(started, window) -> dict:
+    """When, with what code and packages, on which host and threads the run ran."""
+    return {
         "started": started.isoformat(timespec="seconds"),
         "versions": package_versions(),
         "code_revision": code_revision(),
@@ -531,9 +592,15 @@ def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> 
                             "process reports its peak so far)"},
         "run_window": window.record() if window is not None else None,
     }
-    record = _finite(record)  # strict JSON: a NaN metric (or timing) is recorded as null
-    if config.get("save_model"):  # the model file first: a record never points to nothing
-        from llc_bench.models.model_files import SUFFIX, save_model
+
+
+def _save(record: dict, kept, ds, store, output_dir, echo) -> dict:
+    """Write the model file (``save_model``), then the record; say what the run did."""
+    from llc_bench.store.query import describe_run
+
+    key = record["config_hash"]
+    if record["config"].get("save_model"):  # the model file first: a record never points
+        from llc_bench.serving.model_files import SUFFIX, save_model  # to nothing
 
         relative = f"models/{key}{SUFFIX}"
         try:

@@ -8,9 +8,10 @@ The locally linear models: :class:`LLSVMClassifier` (Ladický & Torr 2011),
 2006), :class:`LCCLinearSVMClassifier` (a linear SVM on LLC codes),
 :class:`LCCLassoSVMClassifier` (a linear SVM on LCC's own codes); the baselines
 :class:`LinearSVMClassifier`, :class:`KernelSVMClassifier` and
-:class:`NystroemSVMClassifier`.  ``llc_bench.experiment.presets.from_preset`` builds the
+:class:`NystroemSVMClassifier`.  ``llc_bench.selection.presets.from_preset`` builds the
 estimator a run of a model preset (and a dataset's tuned preset) would build, and
-:func:`load` the fitted estimator of a model file (``llc-bench run ... save_model=true``).
+``llc_bench.serving.load`` the fitted estimator of a model file (``llc-bench run ...
+save_model=true``).
 """
 
 from .csvm import ClusteredSVMClassifier  # noqa: F401
@@ -27,12 +28,11 @@ from .svm_knn import SVMKNNClassifier  # noqa: F401
 
 
 def load(path):
-    """The fitted estimator kept in a model file (``.llcm``).
+    """Deprecated (kept for one release): use :func:`llc_bench.serving.load`."""
+    import warnings
 
-    The reading (skops' safe format, the format-version and allow-list checks, one-line
-    errors) is ``llc_bench.models.model_files.load_model``; its metadata (classes'
-    label names, preprocessing, config hash) is ``load_model(path)[1]``.
-    """
-    from llc_bench.models.model_files import load_model  # the one reader
+    from llc_bench.serving import load as _load  # the alias's one edge up (tests/test_layers)
 
-    return load_model(path)[0]
+    warnings.warn("llc_bench.models.load is deprecated: use llc_bench.serving.load",
+                  DeprecationWarning, stacklevel=2)
+    return _load(path)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from llc_bench.errors import ResultsError
 from llc_bench.experiment.environment import host_of
-from llc_bench.experiment.results import ResultsStore
 from llc_bench.experiment.runlog import overlapping, read_log
-from llc_bench.experiment.selection import grid_edges
+from llc_bench.selection.selection import grid_edges
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.plan import DATASET_OFFLINE, CellPlan, TablePlan
 from llc_bench.tables.reference import PaperValue, table_values
 from llc_bench.tables.spec import METRICS, RUN, Metric

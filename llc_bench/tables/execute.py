@@ -26,7 +26,7 @@ from pathlib import Path
 
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.environment import THREAD_VARS
-from llc_bench.experiment.results import ResultsStore
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.plan import SWEEP_KEYS, RunPlan, hydra_value, override_list
 
 # ray: hydra-ray-launcher (pip install 'llc-bench[ray]'); a running cluster needs

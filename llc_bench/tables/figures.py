@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llc_bench.experiment.results import ResultsStore
+from llc_bench.store.results import ResultsStore
 from llc_bench.tables.spec import METRICS, Profile, preset_exists, tables_config
 
 
@@ -295,7 +295,7 @@ class FigureBuilder:
         whose own grid CV is its selection or a fixed setting, is one point), and the released
         C++ LL-SVM's measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer``
         writes)."""
-        from llc_bench.experiment.costs import fit_seconds
+        from llc_bench.store.costs import fit_seconds
 
         one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llc_bench.errors import ConfigError, LLCBenchError
-from llc_bench.experiment.results import ResultsStore, config_hash
+from llc_bench.store.results import ResultsStore, config_hash
 from llc_bench.tables.spec import (
     NOT_IMPLEMENTED,
     NOT_REPRODUCIBLE,

@@ -63,7 +63,7 @@ def draw_regions(dataset: str = "banana", out_dir: str | Path = "docs/img", mirr
 
     from llc_bench.data import load_dataset
     from llc_bench.errors import ConfigError
-    from llc_bench.experiment.presets import from_preset
+    from llc_bench.selection.presets import from_preset
 
     ds = load_dataset(dataset, seed=seed, mirrors=mirrors, download=False)
     if ds.X_train.shape[1] != 2:

@@ -26,9 +26,8 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from llc_bench import console
-from llc_bench.arguments import command_parser
 from llc_bench.errors import ConfigError, LLCBenchError, did_you_mean
-from llc_bench.experiment.tuning import register_resolvers
+from llc_bench.selection.tuning import register_resolvers
 
 register_resolvers()  # the study name and storage of conf/search/_optuna.yaml
 
@@ -124,7 +123,7 @@ class RunCallback(Callback):
     jobs were all cache hits."""
 
     def on_run_start(self, config, **kwargs) -> None:
-        from llc_bench.experiment.results import ResultsStore
+        from llc_bench.store.results import ResultsStore
 
         try:
             ResultsStore(config.results_dir).check_writable()
@@ -133,7 +132,7 @@ class RunCallback(Callback):
 
     def on_multirun_start(self, config, **kwargs) -> None:
         self.on_run_start(config)
-        from llc_bench.experiment.tuning import check_sweep
+        from llc_bench.selection.tuning import check_sweep
 
         try:
             check_sweep(config)  # a tuning sweeper (Optuna) scores held-out training rows only
@@ -236,9 +235,9 @@ def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
-    from llc_bench.experiment.costs import CostModel, describe
-    from llc_bench.experiment.results import ResultsStore, config_hash
     from llc_bench.experiment.runner import prepare_config
+    from llc_bench.store.costs import CostModel, describe
+    from llc_bench.store.results import ResultsStore, config_hash
 
     overrides = [a for a in argv if a not in ("-m", "--multirun") and "=" in a]
     if any(a.lstrip("+").startswith(("search=", "hydra/sweeper")) for a in overrides):
@@ -262,7 +261,7 @@ def sweep_estimate(argv: list[str], limit: int = 200) -> str | None:
                 pending.append((config["model"]["name"], config["dataset"]["name"],
                                 config["dataset"].get("max_train")))
     costs = CostModel(config["results_dir"],
-                      fallbacks=[Path(__file__).resolve().parents[1] / "results"])
+                      fallbacks=[Path(__file__).resolve().parents[2] / "results"])
     known, unknown = costs.total(pending)
     runs = f"sweep: {len(combos)} run{'s' * (len(combos) != 1)}, {stored} in the store"
     if pending and unknown == len(pending):
@@ -314,106 +313,6 @@ def run_command(argv: list[str]) -> None:
         raise SystemExit(1)
 
 
-def datasets_command(argv: list[str]) -> None:
-    """`llc-bench datasets [list | info NAME | fetch NAME | convert NAME]`."""
-    import json
-
-    from llc_bench.data import dataset_spec, dataset_status, fetch_dataset, list_datasets
-
-    parser = command_parser("datasets", "List, describe or fetch the datasets.")
-    parser.add_argument("action", nargs="?", default="list", choices=["list", "info", "fetch",
-                                                                  "convert"])
-    parser.add_argument("name", nargs="?", help="a dataset name (see `llc-bench datasets list`)")
-    parser.add_argument("--home", help="data home (default: $LLC_BENCH_DATA, ./datasets in a "
-                        "checkout, else ~/.cache/llc-bench)")
-    parser.add_argument("--mirror", action="append", default=[],
-                        help="a read-only directory to look in before downloading (repeatable)")
-    parser.add_argument("--no-download", action="store_true", help="never use the network")
-    args = parser.parse_args(argv)
-    if args.action != "list" and not args.name:
-        parser.error(f"`{args.action}` needs a dataset NAME")
-    if args.name == "file":
-        fail("dataset=file is your own files, which this command does not read: `llc-bench "
-             "run dataset=file dataset.train=PATH dataset.test=PATH ...` prints their sizes "
-             "(conf/dataset/file.yaml lists the options)")
-    if args.name and args.name not in list_datasets():
-        fail(f"unknown dataset {args.name!r}{did_you_mean(args.name, list_datasets())} (see "
-             "`llc-bench datasets list`)")
-    where = {"home": args.home, "mirrors": tuple(args.mirror)}
-    if args.action == "list":
-        rows = [dataset_status(name, **where) for name in list_datasets()]
-        width = max(len(r["name"]) for r in rows)
-        for r in rows:
-            state = ("offline ok" if r["available"] else
-                     "generated" if r["kind"] == "synthetic" else "download needed")
-            print(f"{r['name']:<{width}}  {r['task']:<10}  {state:<15}  "
-                  f"{dataset_spec(r['name']).get('description', '')}")
-    elif args.action == "info":
-        status = dataset_status(args.name, **where)
-        print(json.dumps({"spec": dataset_spec(args.name), "status": status}, indent=1,
-                         default=str))
-    elif args.action == "convert":  # out-of-core datasets: once, resumable (data.stream)
-        from llc_bench.data.stream import convert_dataset
-
-        for part, done in convert_dataset(args.name, download=not args.no_download,
-                                          **where).items():
-            print(f"{part}: {done['rows']} rows in {done['path']} ({done['seconds']:.1f} s)")
-    else:
-        files = fetch_dataset(args.name, download=not args.no_download, **where)
-        for role, paths in files.items():
-            for path in paths:
-                print(f"{role}: {path}")
-
-
-def tune_command(argv: list[str]) -> None:
-    """Select a model's hyper-parameters on a dataset's training split (the procedure of
-    tune=auto, space conf/search/MODEL.yaml) and write them as the preset
-    conf/tuned/MODEL_DATASET.yaml, with the command, space, budget, seed and scores in its
-    header. An existing preset is the first trial and is replaced only by a setting that
-    scores at least as well. With --from-sweep, the best trial of the Optuna study of a
-    sweep (llc-bench run -m model=MODEL dataset=DATASET +search=MODEL
-    +dataset.validation=F) is written instead."""
-    from llc_bench.experiment.tuning import tune_preset, write_tuned
-
-    parser = command_parser("tune", tune_command.__doc__)
-    parser.add_argument("model", help="a model preset, e.g. llsvm")
-    parser.add_argument("dataset", help="a dataset config, e.g. usps")
-    parser.add_argument("overrides", nargs="*", default=[],
-                        help="run overrides, e.g. tune.trials=60 data.mirrors=[DIR]")
-    parser.add_argument("--seed", type=int, default=0, help="split and search seed (0)")
-    parser.add_argument("--out", help="write here instead of conf/tuned/")
-    parser.add_argument("--force", action="store_true", help="replace an existing --out file")
-    parser.add_argument("--preset-keys", action="store_true",
-                        help="search only the keys the existing preset sets (a table preset: "
-                        "the paper's fixed settings stay fixed)")
-    parser.add_argument("--from-sweep", action="store_true",
-                        help="search nothing: write the best trial of the sweep's Optuna study "
-                        "(the overrides: the sweep's, where several studies of the model on "
-                        "the dataset are stored; --force replaces an existing preset)")
-    parser.add_argument("--results-dir", default="results-scratch",
-                        help="with --from-sweep: the store holding optuna.db "
-                        "(default: results-scratch)")
-    args = parser.parse_intermixed_args(argv)
-    check_choices([f"model={args.model}", f"dataset={args.dataset}", *args.overrides])
-    if args.dataset == "file" and args.out is None:
-        raise ConfigError(f"dataset=file stands for every own file: conf/tuned/{args.model}_"
-                          "file.yaml would apply to all of them; a run on own files selects "
-                          "its settings itself (tune=auto, the default), or write this "
-                          "selection elsewhere with --out FILE and give its values as overrides")
-    if args.from_sweep:
-        if args.preset_keys:
-            raise ConfigError("--from-sweep writes the study's best trial as it is: no "
-                              "--preset-keys")
-        path = write_tuned(args.results_dir, args.model, args.dataset, args.seed, args.out,
-                           args.force, overrides=tuple(args.overrides))
-    else:
-        path, _ = tune_preset(args.model, args.dataset, seed=args.seed,
-                              overrides=tuple(args.overrides), out=args.out, force=args.force,
-                              preset_keys=args.preset_keys)
-    print(path.read_text(), end="")
-    print(f"wrote {path}")
-
-
 def version() -> str:
     """The installed package's version."""
     from importlib.metadata import PackageNotFoundError
@@ -427,53 +326,17 @@ def version() -> str:
         return __version__
 
 
-def _model_file_parser(command: str, description: str):
-    """The parser of a command on a kept model: its first argument is the model file."""
-    parser = command_parser(command, description)
-    parser.add_argument("model", help="a model file (.llcm)")
-    return parser
-
-
-def predict_command(argv: list[str]) -> None:
-    """Apply a model kept by `llc-bench run ... save_model=true`
-    (<results_dir>/models/<hash>.llcm) to a CSV or svmlight file read with the training
-    file's options; writes one row per input (predicted label, decision values, and the
-    file's label when it has one) and prints the accuracy when the file has labels. The file
-    is read and scored in blocks of lines (files larger than memory); --out appears whole or
-    not at all."""
-    from llc_bench.experiment.predict import predict_file
-
-    parser = _model_file_parser("predict", predict_command.__doc__)
-    parser.add_argument("data", help="a data file in the training file's format")
-    parser.add_argument("--out", help="write the predictions here (CSV; default, or -: "
-                        "stdout)")
-    args = parser.parse_args(argv)
-    predict_file(args.model, args.data, out=args.out, echo=print)
-
-
-def export_command(argv: list[str]) -> None:
-    """Write a kept model (save_model=true) as an ONNX graph that takes the raw features
-    (float64) and returns the decision values, the saved preprocessing included: every
-    family but SVM-KNN, lcc_svm_lcc and lcc_lasso (linear, kernel, Nystroem, LL-SVM, LCC+SVM,
-    LLC-SAPL, LLC-JO, ML3, OCC, LDKL, CSVM)."""
-    from llc_bench.experiment.onnx_export import export_onnx
-
-    parser = _model_file_parser("export", export_command.__doc__)
-    parser.add_argument("--onnx", required=True, help="the ONNX file to write")
-    args = parser.parse_args(argv)
-    print(f"wrote {export_onnx(args.model, args.onnx, echo=print)}")
-
-
 #: subcommand -> "module:function(argv)", imported when the command runs
 COMMANDS = {
-    "run": "llc_bench.cli:run_command", "datasets": "llc_bench.cli:datasets_command",
-    "tune": "llc_bench.cli:tune_command", "predict": "llc_bench.cli:predict_command",
-    "export": "llc_bench.cli:export_command",
-    "models": "llc_bench.experiment.presets:models_command",
-    "results": "llc_bench.experiment.query:results_command",
-    "runs": "llc_bench.experiment.query:results_command",
-    "tables": "llc_bench.tables.command:tables_command",
-    "figures": "llc_bench.tables.command:figures_command",
+    "run": "llc_bench.cli:run_command", "datasets": "llc_bench.cli.datasets:datasets_command",
+    "tune": "llc_bench.cli.tune:tune_command",
+    "predict": "llc_bench.cli.serving:predict_command",
+    "export": "llc_bench.cli.serving:export_command",
+    "models": "llc_bench.cli.models:models_command",
+    "results": "llc_bench.cli.results:results_command",
+    "runs": "llc_bench.cli.results:results_command",
+    "tables": "llc_bench.cli.tables:tables_command",
+    "figures": "llc_bench.cli.tables:figures_command",
 }
 
 
@@ -513,8 +376,3 @@ def main(argv: list[str] | None = None) -> None:
     except (Exception, KeyboardInterrupt) as err:
         _report(err)
 
-
-if __name__ == "__main__":  # `python -m llc_bench.cli`: run the one imported module, whose
-    from llc_bench.cli import main as _main  # state Hydra's callback (llc_bench.cli) shares
-
-    _main()
