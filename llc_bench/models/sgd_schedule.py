@@ -1,5 +1,5 @@
-"""The SGD's schedule and step settings (docs/design.md §SGD schedule): the rate η_t = 1/(λ(t + t0)), η0,
-t0, and the SVMSGD2 defaults of the skip and the bias scale.
+"""The SGD's schedule and step settings (docs/design.md §SGD schedule): the rate
+η_t = 1/(λ(t + t0)), η0, t0, and the SVMSGD2 defaults of the skip and the bias scale.
 
 Defaults (SVMSGD2): t0 = λ^(-3/4); bias_scale "auto" = half the largest mean |x_j| over
 features (for ``use_W=False`` "auto" is 1: there b is the regularised weight vector of a

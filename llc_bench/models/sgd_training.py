@@ -1,5 +1,5 @@
-"""The SGD epochs of LL-SVM, LCC+SVM, LLC-SAPL and LLC-JO (docs/design.md §Trainers, §SGD schedule): from a
-starting point (W, b and, learned, the anchors), η0 calibrated on it or a fixed schedule
+"""The SGD epochs of LL-SVM, LCC+SVM, LLC-SAPL and LLC-JO (docs/design.md §Trainers,
+§SGD schedule): from a starting point (W, b and, learned, the anchors), η0 calibrated on it or a fixed schedule
 (:mod:`.sgd_schedule`), the kernels' epochs (:mod:`.sgd_epoch`) over the batches
 (:mod:`.sgd_batches`), the epoch of lowest training objective kept and a diverging run
 restarted with a smaller η0.

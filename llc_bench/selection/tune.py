@@ -593,8 +593,8 @@ def _optimize(study, config, build, parts, deadline,
     "patience" or None).  ``shared``: other processes run trials on the same study."""
     from llc_bench.coding.anchors import anchor_memo
     from llc_bench.coding.local import distance_memo
-    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
     from llc_bench.models.eta0_calibration import eta0_walk
+    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
 
     optuna = _optuna()
     objective = _Objective(config, build, parts, deadline, shared)
