@@ -1,8 +1,8 @@
 """The SGD epochs of LL-SVM, LCC+SVM, LLC-SAPL and LLC-JO (docs/design.md §Trainers,
-§SGD schedule): from a starting point (W, b and, learned, the anchors), η0 calibrated on it or a fixed schedule
-(:mod:`.sgd_schedule`), the kernels' epochs (:mod:`.sgd_epoch`) over the batches
-(:mod:`.sgd_batches`), the epoch of lowest training objective kept and a diverging run
-restarted with a smaller η0.
+§SGD schedule): from a starting point (W, b and, learned, the anchors), η0 calibrated on
+it or a fixed schedule (:mod:`.sgd_schedule`), the kernels' epochs (:mod:`.sgd_epoch`)
+over the batches (:mod:`.sgd_batches`), the epoch of lowest training objective kept and a
+diverging run restarted with a smaller η0.
 
 :meth:`SGDTraining.epochs` yields what a history needs after the start and every epoch
 (:class:`Epoch`: plain data, the caller reads W, b and the anchors it handed over); the
