@@ -17,8 +17,8 @@ Per model it prints the mean gap of test accuracy to the RBF kernel SVM (points)
 number of sets where it matches or beats Nyström + LIBLINEAR, the median ratio of its
 total fit time (selection and CV included) to the kernel SVM's, and the gap and the count
 again on the sets in the hidden suite's range (``PROFILE``: tune=auto's accuracy
-targets are measured there).  Runs go to a scratch store (``--results-dir``), so a second call reuses
-them; ``--tune off|auto`` chooses whether the models select their own hyper-parameters
+targets are measured there).  Runs go to a scratch store (``--results-dir``), so a second
+call reuses them; ``--tune off|auto`` chooses whether the models select their own hyper-parameters
 (``tune=``); ``--models ""`` runs nothing and prints the table of ``--baseline``.
 
     python scripts/yardstick.py --tune off --models kernel,nystroem,linear,llsvm
