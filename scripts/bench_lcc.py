@@ -1,4 +1,4 @@
-"""LCC coding throughput (issue 43): rows/s of the LCC codes (Yu, Zhang & Gong 2009; the
+"""LCC coding throughput: rows/s of the LCC codes (Yu, Zhang & Gong 2009; the
 weighted LASSO of ``llc_bench.coding.lcc``) on MNIST (mnist_40k, pixels / 255) at 512 and
 4096 anchors, beside the LLC codes of ``lcc_svm_lcc`` (Wang et al. 2010's approximated
 encoding, k = 48, reg = 1e-2 as its MNIST preset) on the same rows and anchors, in the same

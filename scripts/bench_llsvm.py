@@ -381,7 +381,8 @@ def main(argv=None):
     ap.add_argument("--peer-json", type=Path, default=None,
                     help="write the peer's points for the Pareto figure here (e.g. "
                          "results/bench/peer_llsvm.json)")
-    ap.add_argument("--synthetic", action="store_true", help="the issue-3 kernel benchmark")
+    ap.add_argument("--synthetic", action="store_true", help="the kernel benchmark on synthetic "
+                    "MNIST-sized data")
     ap.add_argument("--ijcnn", help="with --synthetic: path to LIBSVM ijcnn1(.bz2)")
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--dim", type=int, default=784)

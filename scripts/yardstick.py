@@ -16,12 +16,16 @@ model=X`` and nothing else, so no ``conf/tuned/`` preset applies:
 Per model it prints the mean gap of test accuracy to the RBF kernel SVM (points), the
 number of sets where it matches or beats Nyström + LIBLINEAR, the median ratio of its
 total fit time (selection and CV included) to the kernel SVM's, and the gap and the count
-again on the sets in the hidden suite's range (``PROFILE``: issue 38's targets are
-measured there).  Runs go to a scratch store (``--results-dir``), so a second call reuses
-them; ``--tune off|auto`` chooses whether the models select their own hyper-parameters
+again on the sets in the hidden suite's range (``PROFILE``: tune=auto's accuracy
+targets are measured there).  Runs go to a scratch store (``--results-dir``), so a second
+call reuses them; ``--tune off|auto`` chooses whether the models select their own hyper-parameters
 (``tune=``); ``--models ""`` runs nothing and prints the table of ``--baseline``.
 
     python scripts/yardstick.py --tune off --models kernel,nystroem,linear,llsvm
+
+The current figures are ``results/bench/yardstick.md`` (its per-set figures in
+``yardstick.json``; pass that as ``--baseline`` and write the new table over it with
+``--out``); the earlier ones are in git history.
 """
 
 from __future__ import annotations
@@ -47,16 +51,16 @@ BUNDLED = ["digits", "breast_cancer", "wine"]
 SYNTHETIC = ["sine", "xor"]
 BREIMAN = ["twonorm", "threenorm", "waveform"]  # Breiman (1996), drawn here: 2000 + 2000 rows
 # added after a choice made on the sets above, to check it on data it was not made on:
-# connect4_3class (eleventh session: the anchor rule searched on more than two classes)
+# connect4_3class (after the anchor rule was searched on more than two classes)
 LATER = ["connect4_3class"]
 MODELS = ["kernel", "nystroem", "linear", "llsvm", "sapl", "ml3", "jo"]
-# the hidden suite's range (issue 38): 560-7,300 training rows, 5-64 features, 2-11 classes
+# the hidden suite's range (tune=auto's brief): 560-7,300 training rows, 5-64 features, 2-11 classes
 PROFILE = {"rows": (560, 7300), "features": (5, 64), "classes": (2, 11)}
 
 
 def in_profile(n: int, d: int, c: int) -> bool:
     """Whether a set of n training rows, d features and c classes is in the hidden suite's
-    range, where issue 38's targets are measured."""
+    range, where tune=auto's accuracy targets are measured."""
     return all(lo <= v <= hi for v, (lo, hi) in zip((n, d, c), PROFILE.values(), strict=True))
 
 
@@ -269,7 +273,7 @@ def main(argv=None) -> None:
         common = [s for s in acc[model] if s in acc.get("kernel", {})]
         gaps = [acc[model][s] - acc["kernel"][s] for s in common]
         ny = [s for s in acc[model] if s in acc.get("nystroem", {})]
-        # a tie within 0.005 points: earlier sessions' JSON holds 2 decimals
+        # a tie within 0.005 points: older JSON files hold 2 decimals
         wins = sum(acc[model][s] >= acc["nystroem"][s] - 0.005 for s in ny)
         ratios = [secs[model][s] / max(secs["kernel"][s], 1e-9) for s in common]
         big = [secs[model][s] / max(secs["kernel"][s], 1e-9) for s in common

@@ -1,5 +1,5 @@
-"""Input hardening, round 3 (own files honour every option, no key is silently ignored,
-no NaN result, filters that match nothing say why), through the console entry (in-process).
+"""Input hardening: own files honour every option, no key is silently ignored,
+no NaN result, filters that match nothing say why, through the console entry (in-process).
 
 A user mistake ends as exactly one ``llc-bench: error:`` line (exit 1, no traceback, the
 key words) and writes nothing (no record, no run log, no parsed-data cache, no Hydra

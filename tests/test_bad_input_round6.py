@@ -1,4 +1,4 @@
-"""Input hardening, round 6: a user's own CSV files as they come (an id column, a text
+"""Input hardening: a user's own CSV files as they come (an id column, a text
 column, '?' for a missing value, a test file whose header orders or names the columns
 otherwise), through the console entry (in-process).
 

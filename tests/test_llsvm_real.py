@@ -1,6 +1,6 @@
 """LL-SVM and LCC+SVM on real data through the runner, against LLC-SAPL Table 2.
 
-Thresholds are the issue's (a little under the paper's LL-SVM / LCC+SVM rows);
+Thresholds are the accuracy targets (a little under the paper's LL-SVM / LCC+SVM rows);
 the per-dataset hyper-parameters come from conf/tuned/ (chosen on training data).
 """
 

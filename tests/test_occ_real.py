@@ -3,8 +3,8 @@
 The paper's numbers of basis vectors; per-(model, dataset) settings (raw features, C) come from
 conf/tuned/occ_*_<dataset>.yaml, chosen on the training split only.  The slower rows (usps
 LIB-LLSVM + C-OCC with 80 basis vectors, the PEG-LLSVM rows, full MNIST) are measured outside the
-test suite (usps LIB-LLSVM + C-OCC alone takes about 80 s); their numbers are in the issue
-report.
+test suite (usps LIB-LLSVM + C-OCC alone takes about 80 s); their numbers are in the
+committed tables (results/tables/).
 """
 
 import pytest

@@ -284,7 +284,7 @@ def test_timing_only_refuses_parallel_local_jobs(tmp_path):
 
 def test_a_cell_timed_on_two_hosts_is_not_clean():
     """A ratio's numerator and reference (or a cell's seeds) timed on two machines: the
-    cell says so (two virtual machines of one session ran 2x apart)."""
+    cell says so (two virtual machines of one day ran 2x apart)."""
     from llc_bench.experiment.environment import host_info
     from llc_bench.tables.aggregate import unclean_timings
 

@@ -694,7 +694,7 @@ def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
     """tune.eta0_walk (the default): the first trial's η0 calibration runs coarse-to-fine,
     later trials walk from the η0 chosen last; the fit of the choice on all rows runs
     outside the walk.  false: every calibration on the whole coarse-to-fine grid, and the
-    cache key of the twelfth session's selection."""
+    cache key of a selection without the walk."""
     from llc_bench.models import sgd_training
 
     methods = []
@@ -857,7 +857,7 @@ def test_a_record_says_which_anchors_its_fit_kept(files):
 def test_the_choice_rules_enter_a_key_only_where_they_act(tmp_path):
     """simpler_se where the space orders capacity (llsvm, not sapl or ml3); trial_anchors
     where k-means places anchors that SGD does not move (llsvm, not sapl, jo or ml3): the
-    other models' selections keep the thirteenth session's cache keys."""
+    other models' selections keep the cache keys they had without the rules."""
     acting = {"llsvm": {"simpler_se", "trial_anchors"}, "sapl": set(), "jo": set(),
               "ml3": set()}
     for model, keys in acting.items():

@@ -60,7 +60,7 @@ def _cpu_model() -> str | None:
 def host_of(record: dict) -> str | None:
     """What tells two runs' machines apart in every record: the platform string (OS and
     kernel build; two virtual machines differ there).  The processor (``cpu``) is recorded
-    beside it from the tenth session on."""
+    beside it in records written since 2026-11-28; older records have none."""
     return (record.get("host") or {}).get("platform")
 
 

@@ -71,10 +71,10 @@ RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "ke
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
 PASS_CAP = "init_max_iter"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
-# errors; null: the best trial, the selection of the thirteenth session and its key).
+# errors; null: the best trial, no one-SE rule, as selections without it were keyed).
 SIMPLER = "simpler_se"
 # The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
-# training rows (true; false: k-means on all training rows, the thirteenth session's fit).
+# training rows (true; false: k-means on all training rows, as the fit was before it).
 REFIT = "trial_anchors"
 #: search.capacity's orders: the sign that makes a simpler setting's key smaller.
 CAPACITY_ORDERS = {"ascending": 1, "descending": -1}
