@@ -66,27 +66,28 @@ class CostModel:
         for store in (*reversed(list(fallbacks)), results_dir):
             self._seconds.update(_medians(store))  # the store's own records win
 
-    def seconds(self, model: str, dataset: str, rows: int | None = None) -> float | None:
-        """The median run's seconds, its fit scaled down linearly to ``rows`` training rows
-        (a subsampled run, ``dataset.max_train``)."""
+    def _scaled(self, model: str, dataset: str, rows: int | None):
+        """(fixed seconds, fit seconds scaled down linearly to ``rows`` training rows), or
+        None when the store has no run of (model, dataset)."""
         known = self._seconds.get((model, dataset))
         if known is None:
             return None
         fixed, scaled, known_rows = known
         if rows and known_rows and rows < known_rows:
             scaled *= (rows / known_rows) ** GROWTH.get(model, 1.0)
-        return float(fixed + scaled)
+        return fixed, scaled
+
+    def seconds(self, model: str, dataset: str, rows: int | None = None) -> float | None:
+        """The median run's seconds, its fit scaled down linearly to ``rows`` training rows
+        (a subsampled run, ``dataset.max_train``)."""
+        known = self._scaled(model, dataset, rows)
+        return None if known is None else float(sum(known))
 
     def fit_seconds(self, model: str, dataset: str, rows: int | None = None) -> float | None:
         """The median run's fit (and selection, calibration) seconds, scaled down to ``rows``
         training rows as :meth:`seconds` does; loading and testing left out."""
-        known = self._seconds.get((model, dataset))
-        if known is None:
-            return None
-        _, scaled, known_rows = known
-        if rows and known_rows and rows < known_rows:
-            scaled *= (rows / known_rows) ** GROWTH.get(model, 1.0)
-        return float(scaled)
+        known = self._scaled(model, dataset, rows)
+        return None if known is None else float(known[1])
 
     def total(self, runs: Iterable[tuple]) -> tuple[float, int]:
         """(estimated seconds of these runs, how many have no estimate); a run is
