@@ -11,9 +11,9 @@ import json
 import urllib.error
 import urllib.request
 import urllib.response
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 import llc_bench.data.fetch as fetch
 from llc_bench.data import dataset_spec, list_datasets, load_dataset, resolve_spec
@@ -22,7 +22,6 @@ from llc_bench.data.compression import read_bytes
 from llc_bench.data.spec import parse_spec
 from llc_bench.errors import ConfigError, DatasetError
 
-REPO = Path(__file__).resolve().parents[1]
 PAYLOAD = b"".join(f"{1 if i % 2 else -1} 1:{i}.5 2:{i % 7}\n".encode() for i in range(40))
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
 URL = "https://example.org/toy.txt"

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 from llc_bench.cli import main
 from llc_bench.data.cache import digest, load_cached
 from llc_bench.data.dataset import UNSEEN_LABEL
 from llc_bench.experiment.metrics import accuracy, hinge_loss
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)

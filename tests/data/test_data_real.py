@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import REPO
 
 from llc_bench.data import dataset_spec, dataset_status, list_datasets, load_dataset, resolve_spec
 from llc_bench.errors import DatasetError
 
-STATS = Path(__file__).resolve().parents[1].parent / "shared" / "paper_tables" / "dataset_stats.csv"
+STATS = REPO.parent / "shared" / "paper_tables" / "dataset_stats.csv"
 # (paper, dataset column of dataset_stats.csv) -> our config
 CONFIG_OF = {("ml3", "banana"): "banana_ml3", ("ml3", "covtype_binary"): "covtype_binary",
              ("occ", "mnist"): "mnist_40k", ("llsvm", "mnist"): "mnist_40k",
@@ -75,7 +76,7 @@ def test_specs_record_the_paper_statistics(row):
 
 
 def mirror_configs() -> list[str]:
-    # infimnist generates 8.1M rows on first use: tests/test_stream.py loads a small one
+    # infimnist generates 8.1M rows on first use: tests/data/test_stream.py loads a small one
     return [n for n in list_datasets() if n not in NOT_IN_MIRROR + ["infimnist"]]
 
 

@@ -7,13 +7,13 @@ store in the same commit.
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llc_bench.store.results import NON_SEMANTIC_KEYS, config_hash, read_record
 
-RUNS = Path(__file__).resolve().parents[1] / "results" / "runs"
+RUNS = REPO / "results" / "runs"
 
 
 def test_null_is_dropped_but_zero_and_false_are_kept():

@@ -1,9 +1,9 @@
 """Tuning with Hydra's Optuna sweeper: a seeded 4-trial study on banana scored on held-out
 training rows, stored beside the results, and its winner written as a tuned preset."""
 
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from omegaconf import OmegaConf
 
 from llc_bench.cli import main
@@ -13,7 +13,6 @@ from llc_bench.store.query import records_frame
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 optuna = pytest.importorskip("optuna")
 
-REPO = Path(__file__).resolve().parents[1]
 SMALL = ["coding.n_anchors=20", "trainer.epochs=2", "dataset.max_train=600"]  # fast trials
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llc_bench.tables.spec import METRICS, list_tables, load_table
 
-TABLES = Path(__file__).resolve().parents[1] / "results" / "tables"
+TABLES = REPO / "results" / "tables"
 SCORE_METRICS = ("accuracy", "error", "train_hinge", "test_hinge")
 BETTER_BY = 3.0  # points; accuracy and error only
 CAUSES = ("protocol", "data", "paper anomaly", "unexplained")

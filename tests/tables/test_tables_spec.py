@@ -7,6 +7,7 @@ import re
 from importlib import resources
 
 import pytest
+from conftest import REPO
 
 from llc_bench.errors import ConfigError
 from llc_bench.tables.execute import group_runs, launcher_overrides
@@ -24,9 +25,8 @@ from llc_bench.tables.spec import (
 
 @pytest.mark.real_data
 def test_reference_copy_matches_shared_when_present():
-    from pathlib import Path
 
-    shared = Path(__file__).resolve().parents[2] / "shared" / "paper_tables" / "paper_results.csv"
+    shared = REPO.parent / "shared" / "paper_tables" / "paper_results.csv"
     if not shared.is_file():
         pytest.skip("no shared/paper_tables beside the checkout")
     ours = resources.files("llc_bench.tables") / "reference" / "paper_results.csv"

@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import REPO
 
 from llc_bench.data import load_dataset, stream
 from llc_bench.data import rowstore as S
 from llc_bench.errors import ConfigError
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def write_mnist8m_bz2(path: Path, n: int, seed: int = 0):

@@ -396,7 +396,7 @@ def test_a_deep_schema_is_refused(kept, here, capsys):
 
 def test_the_kept_files_themselves_load_and_predict(kept, tmp_path, capsys):
     """The checks refuse none of the real files above (the round trips of every family are
-    in tests/test_model_files.py)."""
+    in tests/serving/test_model_files.py)."""
     for path, test in kept.values():
         main(["predict", str(path), str(test), "--out", str(tmp_path / "p.csv")])
         assert "accuracy" in capsys.readouterr().err

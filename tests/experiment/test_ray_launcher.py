@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llc_bench.cli import main
 
 pytest.importorskip("ray")
 pytest.importorskip("hydra_plugins.hydra_ray_launcher")
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent / "llc-bench"
 JOBS = ["seed=0,1", "trainer.C=1.0", f"data.mirrors=[{REPO / 'datasets'}]",
         "data.download=false"]

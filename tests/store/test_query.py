@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from llc_bench.cli import main
 from llc_bench.store.query import records_frame
 from llc_bench.store.results import ResultsStore, config_hash
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _record(dataset, model, seed, acc, **trainer):

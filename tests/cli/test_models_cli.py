@@ -1,16 +1,14 @@
 """`llc-bench models [NAME]`: the presets and their parameters, generated from the configs,
 the estimators' declared constraints and their docstrings."""
 
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llc_bench.cli import main
 from llc_bench.experiment.runner import estimator_class
 from llc_bench.models._validation import describe
 from llc_bench.selection.presets import compose_preset, preset_info, preset_names
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_models_lists_every_preset_with_its_trainer_and_coding(capsys):

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent / "llc-bench"
 
 

@@ -131,5 +131,5 @@ def test_the_llc_sgd_module_is_a_deprecated_alias():
                          ("default_t0", sgd_schedule)):
         with pytest.warns(DeprecationWarning, match=f"import {name} from {module.__name__}"):
             assert getattr(old, name) is getattr(module, name)
-    with pytest.raises(AttributeError, match="tests/reference_sgd.py"):
+    with pytest.raises(AttributeError, match="tests/models/reference_sgd.py"):
         old.sgd_epoch_reference  # noqa: B018

@@ -6,12 +6,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from llc_bench import progress
 from llc_bench.tables.report import build_report, write_report
 from llc_bench.tables.spec import Profile
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
+RESULTS = REPO / "results"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
                        "hKmMIQAAAABJRU5ErkJggg==")
 
