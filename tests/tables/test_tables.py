@@ -8,6 +8,7 @@ import subprocess
 
 import pandas as pd
 import pytest
+from conftest import llc, one_error
 
 from llc_bench.cli.tables import tables_command
 from llc_bench.store.results import ResultsStore
@@ -154,3 +155,43 @@ def test_an_interrupted_build_stops_the_multirun_it_launched(tmp_path):
     (pid,) = pids
     assert subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True,
                           text=True).stdout.strip() in ("", "Z")  # gone (or a reaped zombie)
+
+
+# --- tables filters that name nothing ---------------------------------------------------------
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--dataset", "nosuch", ["--dataset 'nosuch' matched nothing", "sapl_table2"]),
+    ("--dataset", "banan", ["did you mean banana?"]),
+    ("--method", "nosuch", ["--method 'nosuch' matched nothing"]),
+    ("--method", "lsvm", ["did you mean llsvm?"]),
+])
+def test_tables_filter_that_names_nothing_is_an_error(tmp_path, capsys, option, value, words):
+    code, out, err = llc(capsys, "tables", "--table", "sapl_table2", "--dry-run",
+                         "--results-dir", str(tmp_path / "results"), option, value)
+    one_error(code, err, *words)
+    assert not (tmp_path / "results").exists()
+
+
+# --- tables --dry-run prints what the build runs, results_dir included ------------------------
+
+def test_dry_run_lines_are_the_build_s_command_lines(tmp_path, capsys, monkeypatch):
+    from llc_bench.tables import execute
+
+    results = tmp_path / "store"
+    args = ["--profile", "quick", "--table", "sapl_table2", "--dataset", "banana", "--method",
+            "llsvm", "--results-dir", str(results)]
+    code, out, err = llc(capsys, "tables", *args, "--dry-run")
+    assert code == 0, err
+    [shown] = [line.strip() for line in out.splitlines() if "llc-bench run -m" in line]
+    assert f"results_dir='{results.resolve()}'" in shown and "data.download=false" in shown
+    assert not results.exists()
+    launched = []
+
+    def fake_launch(self, launch, tag, launcher, jobs, extra=()):
+        launched.append(" ".join(["llc-bench run -m",
+                                  *self.arguments(launch, launcher, jobs, extra)]))
+        return 1, tmp_path / "none"
+
+    monkeypatch.setattr(execute.Executor, "_launch", fake_launch)
+    llc(capsys, "tables", *args)
+    assert launched and launched[0] == shown

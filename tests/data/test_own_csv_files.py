@@ -1,6 +1,6 @@
-"""Input hardening, round 6: a user's own CSV files as they come (an id column, a text
-column, '?' for a missing value, a test file whose header orders or names the columns
-otherwise), through the console entry (in-process).
+"""A user's own CSV files as they come (an id column, a text column, '?' for a missing value,
+a test file whose header orders or names the columns otherwise), through the console entry
+(in-process).
 
 Each case was a silent wrong result or a message that pointed at the wrong option before:
 a test file with its columns in another order was scored with the features swapped, and a
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import llc
+from conftest import llc, one_error
 
 from llc_bench import cli
 
@@ -59,15 +59,6 @@ def run(tmp_path, capsys, train, *args):
     return llc(capsys, "run", "dataset=file", f"dataset.train={train}", "model=linear",
                "tune=off", "trainer.C=1.0", f"results_dir={tmp_path / 'store'}", "progress=off",
                *args)
-
-
-def one_error(code, err, *words) -> str:
-    assert code == 1, err
-    lines = [line for line in err.splitlines() if line.startswith("llc-bench: error:")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-    return lines[0]
 
 
 def records(tmp_path) -> list[dict]:
@@ -475,10 +466,3 @@ def test_an_id_column_of_row_numbers_taken_for_a_feature_is_warned_about(tmp_pat
         and "dataset.drop_columns=[id]" in warned[0], err
     code, out, err = run(tmp_path, capsys, files["train"], *options, "dataset.drop_columns=[id]")
     assert code == 0 and "row numbers" not in err, err
-
-
-def test_datasets_info_on_file_or_a_typo_says_what_to_do(capsys):
-    one_error(*llc(capsys, "datasets", "info", "file")[::2],
-              "dataset=file is your own files", "llc-bench run dataset=file dataset.train=PATH")
-    one_error(*llc(capsys, "datasets", "info", "ijcn")[::2],
-              "unknown dataset 'ijcn' (did you mean ijcnn?)")
