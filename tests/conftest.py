@@ -63,6 +63,13 @@ def data_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data_home")
 
 
+@pytest.fixture
+def no_env(monkeypatch):
+    """No dataset mirror or data home from the environment."""
+    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
+    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+
+
 def compose_run(*overrides, tmp_path, mirrors=()):
     """A resolved `llc-bench run` config whose files stay under ``tmp_path``."""
     from hydra import compose, initialize_config_module
@@ -76,6 +83,14 @@ def compose_run(*overrides, tmp_path, mirrors=()):
             f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
             f"data.mirrors=[{paths}]", "data.download=false", *tune, *overrides])
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def run_on_mirror(tmp_path, mirror, *overrides):
+    """`llc-bench run OVERRIDES` in-process on the dataset mirror: the record."""
+    from llc_bench.experiment.runner import run_experiment
+
+    cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
+    return run_experiment(cfg, echo=lambda line: None)
 
 
 def blobs(n_classes, n=300, d=4, seed=0, scale=3.0):
@@ -104,6 +119,14 @@ def llc(capsys, *args):
         code = stop.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def llc_error(capsys, *args) -> str:
+    """`llc-bench ARGS` in-process ends with exit 1 and one `llc-bench: error:` line: it."""
+    code, _, err = llc(capsys, *args)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("llc-bench: error: "), err
+    return lines[0]
 
 
 def keep_model(tmp_path, train, *overrides, test=None):
@@ -138,12 +161,10 @@ def write_csv(path, X, labels, header=("f0", "f1", "f2", "f3", "kind")):
 # --- own files through `llc-bench run` in-process: one error line, nothing written ------------
 
 @pytest.fixture
-def cli_env(monkeypatch):
+def cli_env(no_env, monkeypatch):
     """No mirror, data home or debug switch from the environment; sys.argv restored."""
     from llc_bench import cli
 
-    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
-    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
     monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
     monkeypatch.setattr(sys, "argv", list(sys.argv))
 

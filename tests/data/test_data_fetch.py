@@ -17,10 +17,7 @@ PAYLOAD = b"".join(f"{1 if i % 2 else -1} 1:{i}.5 2:{i % 7}\n".encode() for i in
 SHA = hashlib.sha256(PAYLOAD).hexdigest()
 
 
-@pytest.fixture(autouse=True)
-def no_env(monkeypatch):
-    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
-    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+pytestmark = pytest.mark.usefixtures("no_env")
 
 
 def spec(files=None, *sources, **overrides) -> dict:

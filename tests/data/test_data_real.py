@@ -40,10 +40,7 @@ def manifest(mirror: Path) -> dict[str, dict]:
         return {row["file"]: row for row in csv.DictReader(fh, delimiter="\t")}
 
 
-@pytest.fixture(autouse=True)
-def no_env(monkeypatch):
-    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
-    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+pytestmark = pytest.mark.usefixtures("no_env")
 
 
 @functools.lru_cache(maxsize=2)

@@ -29,10 +29,7 @@ URL = "https://example.org/toy.txt"
 DOCUMENTED = {"magic04/magic04.data.gz": lambda data: data + b"\n"}  # final newline missing
 
 
-@pytest.fixture(autouse=True)
-def no_env(monkeypatch):
-    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
-    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+pytestmark = pytest.mark.usefixtures("no_env")
 
 
 def toy(**file) -> dict:

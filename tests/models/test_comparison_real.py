@@ -5,14 +5,7 @@ grids select on these splits (SVM-KNN on banana: K = 40 with the local C = 1; CS
 on banana with conf/tuned/csvm_banana.yaml's L = 16, C = 0.5 on magic04 with L = 8).
 """
 
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
-
-
-def run(tmp_path, mirror, *overrides):
-    cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
-    return run_experiment(cfg, echo=lambda line: None)
+from conftest import run_on_mirror as run
 
 
 def test_svm_knn_on_banana(tmp_path, mirror):

@@ -8,14 +8,7 @@ one-vs-all 8.37% error = 91.63%), OCC Table 2 (linear SVM on LLC codes, 512 anch
 5.78% error = 94.22%).
 """
 
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
-
-
-def run(tmp_path, mirror, *overrides):
-    cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
-    return run_experiment(cfg, echo=lambda line: None)
+from conftest import run_on_mirror as run
 
 
 def test_nystroem_on_banana(tmp_path, mirror):

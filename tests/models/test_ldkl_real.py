@@ -4,14 +4,7 @@ The released code's defaults (conf/trainer/ldkl.yaml), no per-dataset tuning.
 """
 
 import pytest
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
-
-
-def run(tmp_path, mirror, *overrides):
-    cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
-    return run_experiment(cfg, echo=lambda line: None)
+from conftest import run_on_mirror as run
 
 
 @pytest.mark.slow

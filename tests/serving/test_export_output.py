@@ -9,19 +9,12 @@ import json
 
 import numpy as np
 import pytest
-from conftest import blobs, keep_model, llc, write_csv
+from conftest import blobs, keep_model, llc, llc_error, write_csv
 
 from llc_bench.serving.model_files import load_model
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("onnx") is None,
                                 reason="the export extras (onnx) are not installed")
-
-
-def _one_error(capsys, *args) -> str:
-    code, _, err = llc(capsys, *args)
-    lines = err.strip().splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("llc-bench: error: "), err
-    return lines[0]
 
 
 def test_onnx_naming_the_model_file_is_refused_and_a_failed_export_keeps_onnx(tmp_path,
@@ -31,19 +24,19 @@ def test_onnx_naming_the_model_file_is_refused_and_a_failed_export_keeps_onnx(tm
     model, _ = keep_model(tmp_path, train, "model=linear", "trainer.C=1")
     capsys.readouterr()
     before = model.read_bytes()
-    line = _one_error(capsys, "export", str(model), "--onnx", str(model))
+    line = llc_error(capsys, "export", str(model), "--onnx", str(model))
     assert f"--onnx {model} is the model file" in line and "another file name" in line
     link = tmp_path / "m.onnx"
     link.symlink_to(model)
-    assert "is the model file" in _one_error(capsys, "export", str(model), "--onnx", str(link))
+    assert "is the model file" in llc_error(capsys, "export", str(model), "--onnx", str(link))
     assert model.read_bytes() == before
     kept = tmp_path / "kept.onnx"
     kept.write_bytes(b"an earlier graph")
-    assert "no such model file" in _one_error(capsys, "export", str(tmp_path / "no.llcm"),
+    assert "no such model file" in llc_error(capsys, "export", str(tmp_path / "no.llcm"),
                                               "--onnx", str(kept))
     lasso, _ = keep_model(tmp_path, train, "model=lcc_lasso", "trainer.C=1")
     capsys.readouterr()
-    assert "not possible" in _one_error(capsys, "export", str(lasso), "--onnx", str(kept))
+    assert "not possible" in llc_error(capsys, "export", str(lasso), "--onnx", str(kept))
     assert kept.read_bytes() == b"an earlier graph"
 
 

@@ -8,19 +8,12 @@ import re
 
 import numpy as np
 import pytest
-from conftest import REPO, blobs, keep_model, llc, write_csv
+from conftest import REPO, blobs, keep_model, llc, llc_error, write_csv
 
 from llc_bench.errors import DatasetError
 from llc_bench.serving.predict import predict_file
 
 NAMES = np.array(["low", "mid", "high"])
-
-
-def _one_error(capsys, *args) -> str:
-    code, _, err = llc(capsys, *args)
-    lines = err.strip().splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("llc-bench: error: "), err
-    return lines[0]
 
 
 @pytest.fixture
@@ -47,12 +40,12 @@ def svmlight_model(tmp_path, capsys):
 def test_a_file_without_the_header_says_the_header_is_missing(csv_model, tmp_path, capsys):
     model, _, X, labels = csv_model
     headless = write_csv(tmp_path / "headless.csv", X, labels, header=None)
-    line = _one_error(capsys, "predict", str(model), str(headless))
+    line = llc_error(capsys, "predict", str(model), str(headless))
     assert "headless.csv: the header line is missing: the first line holds values" in line
     assert "add the header line (f0,f1,f2,f3, and the label column's name" in line
     assert "missing the column(s)" not in line
     renamed = write_csv(tmp_path / "renamed.csv", X, labels, header=("a", "b", "c", "d", "e"))
-    assert "missing the column(s) f0, f1" in _one_error(capsys, "predict", str(model),
+    assert "missing the column(s) f0, f1" in llc_error(capsys, "predict", str(model),
                                                         str(renamed))
 
 
@@ -60,7 +53,7 @@ def test_a_csv_file_given_to_an_svmlight_model_names_the_format(svmlight_model, 
                                                                capsys):
     model, *_ = svmlight_model
     _, train_csv, *_ = csv_model
-    line = _one_error(capsys, "predict", str(model), str(train_csv))
+    line = llc_error(capsys, "predict", str(model), str(train_csv))
     assert "train.csv: line 1 looks like CSV ('f0,f1,f2,f3,kind')" in line
     assert "the model reads svmlight files ('label index:value ...')" in line
 
@@ -73,7 +66,7 @@ def test_a_csv_file_given_to_a_mat_model_names_the_format(csv_model, tmp_path, c
                        "progress=off", "tune=off")                  # banana, a .mat file
     assert code == 0, err
     model = next((tmp_path / "mat" / "models").glob("*.llcm"))
-    line = _one_error(capsys, "predict", str(model), str(train_csv))
+    line = llc_error(capsys, "predict", str(model), str(train_csv))
     assert "train.csv: not a MATLAB .mat file (it starts with b'f0,f1,')" in line
     assert "the model reads .mat files, the format of its training file" in line
 

@@ -13,7 +13,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import REPO, blobs, keep_model, llc, write_csv
+from conftest import REPO, blobs, keep_model, llc, llc_error, write_csv
 
 NAMES = np.array(["low", "mid", "high"])
 
@@ -27,24 +27,17 @@ def kept(tmp_path, capsys):
     return tmp_path, model, train
 
 
-def _one_error(capsys, *args) -> str:
-    code, _, err = llc(capsys, *args)
-    lines = err.strip().splitlines()
-    assert code == 1 and len(lines) == 1 and lines[0].startswith("llc-bench: error: "), err
-    return lines[0]
-
-
 def test_a_failed_predict_keeps_an_existing_out_byte_for_byte(kept, capsys):
     tmp_path, model, train = kept
     out = tmp_path / "preds.csv"
     out.write_bytes(b"earlier predictions\n")
     header_only = tmp_path / "header_only.csv"
     header_only.write_text("f0,f1,f2,f3,kind\n")
-    assert "no data rows" in _one_error(capsys, "predict", str(model), str(header_only),
+    assert "no data rows" in llc_error(capsys, "predict", str(model), str(header_only),
                                         "--out", str(out))
     bad = tmp_path / "bad.csv"
     bad.write_text(train.read_text().replace("\n", "\nnan,1,2,3,low\n", 1))
-    assert "NaN/inf value" in _one_error(capsys, "predict", str(model), str(bad), "--out",
+    assert "NaN/inf value" in llc_error(capsys, "predict", str(model), str(bad), "--out",
                                          str(out))
     assert out.read_bytes() == b"earlier predictions\n"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
@@ -53,13 +46,13 @@ def test_a_failed_predict_keeps_an_existing_out_byte_for_byte(kept, capsys):
 def test_out_naming_the_data_or_the_model_file_is_refused(kept, capsys):
     tmp_path, model, train = kept
     before = {p: p.read_bytes() for p in (model, train)}
-    line = _one_error(capsys, "predict", str(model), str(train), "--out", str(train))
+    line = llc_error(capsys, "predict", str(model), str(train), "--out", str(train))
     assert f"--out {train} is the data file" in line and "another file name" in line
     link = tmp_path / "link.llcm"   # the same file by another name
     link.symlink_to(model)
-    assert "is the model file" in _one_error(capsys, "predict", str(model), str(train),
+    assert "is the model file" in llc_error(capsys, "predict", str(model), str(train),
                                              "--out", str(link))
-    assert "is the model file" in _one_error(capsys, "predict", str(link), str(train),
+    assert "is the model file" in llc_error(capsys, "predict", str(link), str(train),
                                              "--out", str(model.parent / ".." /
                                                           model.parent.name / model.name))
     assert {p: p.read_bytes() for p in (model, train)} == before

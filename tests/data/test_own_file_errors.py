@@ -1,4 +1,4 @@
-"""Input hardening, data side: bad or ambiguous data files through `llc-bench run dataset=file`.
+"""Bad or ambiguous own data files through `llc-bench run dataset=file`.
 
 Each case runs the console entry in-process (``llc_bench.cli.main``) with the results store
 and the data home in ``tmp_path``. A user mistake must end as exactly one
@@ -96,7 +96,7 @@ def write_csv(path: Path, X, y, label_first=False, header=None, sep=",") -> Path
     return path
 
 
-# --- 1. svmlight index base: decided once for all files --------------------------------------
+# --- svmlight index base: decided once for all files ------------------------------------------
 
 @pytest.fixture
 def zero_based_pair(tmp_path):
@@ -145,7 +145,7 @@ def test_zero_based_train_with_one_based_test_is_an_error_not_a_guess(tmp_path, 
                                             "dataset.zero_based"))
 
 
-# --- 2. classes and task from the training split ---------------------------------------------
+# --- classes and task from the training split -------------------------------------------------
 
 @pytest.fixture
 def stray_test_label(tmp_path):
@@ -191,7 +191,7 @@ def test_unseen_label_policy_is_checked_before_reading(tmp_path, capsys, stray_t
           "dataset.unseen_test_labels=maybe", words=("dataset.unseen_test_labels", "maybe"))
 
 
-# --- 3. a feature column taken as the label --------------------------------------------------
+# --- a feature column taken as the label ------------------------------------------------------
 
 def test_float_column_as_label_is_an_error_naming_the_column(tmp_path, capsys):
     X, y = problem(600)
@@ -205,7 +205,7 @@ def test_float_column_as_label_is_an_error_naming_the_column(tmp_path, capsys):
     assert record["metrics"]["test_accuracy"] >= 0.98
 
 
-# --- 5. the parsed-data cache is verified ----------------------------------------------------
+# --- the parsed-data cache is verified --------------------------------------------------------
 
 @pytest.fixture
 def cached_run(tmp_path, capsys):
@@ -265,7 +265,7 @@ def test_garbage_cache_entry_is_rebuilt(tmp_path, capsys, cached_run):
     _rerun_rebuilds(tmp_path, capsys, args, record, entry)
 
 
-# --- 6. parse errors: huge index, wrong separator ------------------------------------------
+# --- parse errors: huge index, wrong separator ------------------------------------------------
 
 def test_huge_svmlight_index_is_one_line_naming_file_line_and_index(tmp_path, capsys):
     X, y = problem(60)
@@ -303,7 +303,7 @@ def test_other_unreadable_files_are_one_line(tmp_path, capsys, name, text, extra
           words=(name, *words))
 
 
-# --- 8. messages that point into the file -------------------------------------------------
+# --- messages that point into the file --------------------------------------------------------
 
 def test_nan_position_is_given_as_file_line_and_column(tmp_path, capsys):
     X, y = problem(100)
@@ -346,7 +346,7 @@ def test_positive_label_not_present_lists_the_labels(tmp_path, capsys):
           "dataset.positive=5", words=("label 5 not found", "labels are 0, 1"))
 
 
-# --- 9. CSV header: auto-detected, hints name dataset.header / dataset.label_column -----------
+# --- CSV header: auto-detected, hints name dataset.header / dataset.label_column --------------
 
 @pytest.fixture
 def iris_like(tmp_path):
