@@ -31,10 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 KERNEL = "llc_bench/models/_sgd_kernel.py"
-REFERENCE = "tests/reference_sgd.py"
-SGD_TESTS = ("tests/test_sgd_hand.py", "tests/test_llsvm.py", "tests/test_sapl.py")
-RANK_TESTS = ("tests/test_aggregate_ranks.py", "tests/test_tables_render.py")
-HASH_TESTS = ("tests/test_config_hash.py", "tests/test_results.py")
+REFERENCE = "tests/models/reference_sgd.py"
+SGD_TESTS = ("tests/models/test_sgd_hand.py", "tests/models/test_llsvm.py",
+             "tests/models/test_sapl.py")
+RANK_TESTS = ("tests/tables/test_aggregate_ranks.py", "tests/tables/test_tables_render.py")
+HASH_TESTS = ("tests/store/test_config_hash.py", "tests/store/test_results.py")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ MUTANTS = (
     Mutant("sparse Kronecker: no bias column",
            (("llc_bench/models/kronecker.py",
              'Xa = sp.hstack([Xc, np.ones((n, 1))], format="csr")', "Xa = Xc", 1),),
-           ("tests/test_kronecker.py",)),
+           ("tests/models/test_kronecker.py",)),
     Mutant("safeguard r < 0.8 -> 0.5 (kernel and reference)",
            ((KERNEL, "if r < 0.8:", "if r < 0.5:", 1),
             (REFERENCE, "if r < 0.8:", "if r < 0.5:", 1)),

@@ -63,6 +63,13 @@ def data_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data_home")
 
 
+@pytest.fixture
+def no_env(monkeypatch):
+    """No dataset mirror or data home from the environment."""
+    monkeypatch.delenv("LLC_BENCH_MIRROR", raising=False)
+    monkeypatch.delenv("LLC_BENCH_DATA", raising=False)
+
+
 def compose_run(*overrides, tmp_path, mirrors=()):
     """A resolved `llc-bench run` config whose files stay under ``tmp_path``."""
     from hydra import compose, initialize_config_module
@@ -76,6 +83,14 @@ def compose_run(*overrides, tmp_path, mirrors=()):
             f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
             f"data.mirrors=[{paths}]", "data.download=false", *tune, *overrides])
     return OmegaConf.to_container(cfg, resolve=True)
+
+
+def run_on_mirror(tmp_path, mirror, *overrides):
+    """`llc-bench run OVERRIDES` in-process on the dataset mirror: the record."""
+    from llc_bench.experiment.runner import run_experiment
+
+    cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
+    return run_experiment(cfg, echo=lambda line: None)
 
 
 def blobs(n_classes, n=300, d=4, seed=0, scale=3.0):
@@ -106,6 +121,14 @@ def llc(capsys, *args):
     return code, out, err
 
 
+def llc_error(capsys, *args) -> str:
+    """`llc-bench ARGS` in-process ends with exit 1 and one `llc-bench: error:` line: it."""
+    code, _, err = llc(capsys, *args)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("llc-bench: error: "), err
+    return lines[0]
+
+
 def keep_model(tmp_path, train, *overrides, test=None):
     """`llc-bench run dataset=file ... save_model=true` on own files: (model file, record)."""
     import json
@@ -133,3 +156,104 @@ def write_csv(path, X, labels, header=("f0", "f1", "f2", "f3", "kind")):
         writer.writerows([*map(repr, map(float, row)), label]
                          for row, label in zip(X, labels, strict=True))
     return path
+
+
+# --- own files through `llc-bench run` in-process: one error line, nothing written ------------
+
+@pytest.fixture
+def cli_env(no_env, monkeypatch):
+    """No mirror, data home or debug switch from the environment; sys.argv restored."""
+    from llc_bench import cli
+
+    monkeypatch.delenv(cli.DEBUG_ENV, raising=False)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+
+
+def where(tmp_path) -> list[str]:
+    """Run overrides keeping the store and the data home under ``tmp_path`` (offline)."""
+    return [f"results_dir={tmp_path / 'results'}", f"data.home={tmp_path / 'home'}",
+            f"data.mirrors=[{REPO / 'datasets'}]", "data.download=false", "tune=off"]
+
+
+def written(tmp_path) -> list[str]:
+    """What a run left in the results store and the data home."""
+    return sorted(str(p.relative_to(tmp_path)) for top in ("results", "home")
+                  for p in (tmp_path / top).rglob("*") if p.is_file())
+
+
+def one_error(code, err, *words) -> str:
+    """Exit 1 with exactly one `llc-bench: error:` line holding ``words``, no traceback."""
+    assert code == 1, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("llc-bench: error:")]
+    assert len(lines) == 1, err
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def problem(n=200, d=3, seed=0):
+    """A linearly separable problem with labels 0/1."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, (X[:, 1] + X[:, 2] > 0).astype(int)
+
+
+def write_delimited(path: Path, X, y, sep=",", header=None, fmt="{:.5f}") -> Path:
+    """Rows of ``X`` (formatted by ``fmt``) then their label, joined by ``sep``."""
+    rows = [sep.join([*(fmt.format(v) for v in x), str(label)]) for x, label in zip(X, y,
+                                                                                   strict=True)]
+    path.write_text("\n".join(([sep.join(header)] if header else []) + rows) + "\n")
+    return path
+
+
+def write_svmlight(path: Path, X, y) -> Path:
+    """``X`` and ``y`` as a one-based svmlight file."""
+    path.write_text("".join(f"{label} " + " ".join(f"{j + 1}:{v:.5f}" for j, v in enumerate(x))
+                            + "\n" for x, label in zip(X, y, strict=True)))
+    return path
+
+
+def own(tmp_path, capsys, train, *overrides, test_fraction="0.3"):
+    """``llc-bench run dataset=file`` on ``train`` (the linear SVM at C = 1, no CV)."""
+    split = [f"dataset.test_fraction={test_fraction}"] if test_fraction else []
+    linear = [] if any(o.startswith("model=") for o in overrides) else ["trainer.C=1.0"]
+    return llc(capsys, "run", *where(tmp_path), "dataset=file", *linear,
+               f"dataset.train={train}", *split, *overrides)
+
+
+def refused(tmp_path, capsys, train, *overrides, words=(), **kw) -> str:
+    """A refused own-file run: one error line, nothing written."""
+    code, _, err = own(tmp_path, capsys, train, *overrides, **kw)
+    line = one_error(code, err, *words)
+    assert written(tmp_path) == []
+    return line
+
+
+def data_error(tmp_path, capsys, train, *overrides, words=(), **kw) -> str:
+    """A problem found in the data: one line, no record and no parsed-data cache."""
+    code, _, err = own(tmp_path, capsys, train, *overrides, **kw)
+    line = one_error(code, err, *words)
+    assert [p for p in written(tmp_path) if p.endswith((".json", ".npz"))] == []
+    return line
+
+
+def record_of(tmp_path, out) -> dict:
+    """The record of the run whose last output line is ``out``."""
+    import json
+
+    key = out.strip().removesuffix("(cached)").split()[-1]
+    return json.loads((tmp_path / "results" / "runs" / f"{key}.json").read_text())
+
+
+def honoured(tmp_path, capsys, train, *overrides, **kw) -> tuple[dict, str]:
+    """A successful own-file run: (its record, its output)."""
+    code, out, err = own(tmp_path, capsys, train, *overrides, **kw)
+    assert code == 0 and "Traceback" not in err and "error" not in err, err
+    return record_of(tmp_path, out), out
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    """``problem()`` as data.csv (no header)."""
+    return write_delimited(tmp_path / "data.csv", *problem())

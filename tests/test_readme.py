@@ -99,7 +99,8 @@ EXPENSIVE = {
     "llc-bench run dataset=file": "needs the reader's own files",
     "llc-bench predict": "needs the model file of the example before it",
     "llc-bench tune": "a selection of 30-60 trials (minutes)",
-    "llc-bench tables --table": "builds a table (tests/test_tables.py builds two quick cells)",
+    "llc-bench tables --table": ("builds a table (tests/tables/test_tables.py builds two quick "
+                                  "cells)"),
     "llc-bench tables --launcher": "a SLURM cluster",
     "llc-bench tables --dry-run": "plans every table of the full profile (about a minute)",
 }

@@ -1,7 +1,7 @@
 """numba kernel of the LCC coding: weighted-LASSO coordinate descent, one row at a time.
 
 The problem and the working-set rule are in :mod:`llc_bench.coding.lcc` (eqs. L1-L4);
-``tests/reference_lcc.py`` is the same algorithm in plain numpy, step for step (the same
+``tests/models/reference_lcc.py`` is the same algorithm in plain numpy, step for step (the same
 coordinate order, the same stopping and expansion tests), and the tests compare them to
 1e-10.
 

@@ -16,7 +16,7 @@ This is min_c ||x - cᵀB_x||² + reg·tr(C)·||c||² s.t. 1ᵀc = 1 (locality b
 k-NN restriction, the ridge term scaled to C so the result does not depend on
 the scale of the data).  Wang et al.'s defaults: k = 5, reg ("beta") = 1e-4.
 
-Properties (checked in ``tests/test_lcc_linear.py``): rows sum to 1, k
+Properties (checked in ``tests/models/test_lcc_linear.py``): rows sum to 1, k
 non-zeros, weights *may be negative* (unlike the other codings of
 :mod:`llc_bench.coding.local`); invariant to translating and scaling x and the
 anchors together.  A sample on an anchor gets weight 1 - O(k² · reg) on it when

@@ -18,7 +18,7 @@ z_i has k blocks γ_ij [x_i; 1], so wᵀz_i = Σ_j γ_ij (W_j·x_i + b_j) and th
 touches the k active rows of W (contiguous, vectorised) instead of k(D+1) sparse nodes.
 The sums may be reassociated (``_FASTMATH``: LLVM vectorises each dot product), so the
 result agrees with the plain order to rounding (about 1e-14 in W, the same passes;
-tests/test_dual_cd_init.py), bit for bit on the same CPU, not across vector widths.
+tests/models/test_dual_cd_init.py), bit for bit on the same CPU, not across vector widths.
 ||z_i||² = ||γ_i||² (||x_i||² + 1).  One binary problem per call; the one-vs-rest
 problems are independent (``prange`` over classes, each with its own seeded xorshift
 for the shuffle), so the result does not depend on the number of threads.  x is dense

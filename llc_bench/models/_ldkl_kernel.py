@@ -2,7 +2,7 @@
 
 One call = ``batches.shape[0]`` iterations of one binary tree at a fixed gate
 sharpness ``s``.  The equations (L1)-(L7) are written out in the module docstring
-of :mod:`llc_bench.models.ldkl`; the numpy reference (``tests/reference_ldkl.py``) is
+of :mod:`llc_bench.models.ldkl`; the numpy reference (``tests/models/reference_ldkl.py``) is
 the same step, vectorised over the batch, and the tests compare both.
 
 Layout: X (n, d) float64 C-order (no bias column), or its CSR arrays

@@ -1,5 +1,5 @@
 """ML3 stochastic gradient epoch (Fornoni et al., ACML 2013, Alg. 2): numba kernel (the
-same steps in plain numpy, explicit W and running average: ``tests/reference_ml3.py``).
+same steps in plain numpy, explicit W and running average: ``tests/models/reference_ml3.py``).
 
 Equation numbers refer to ``../shared/papers/ml3_fornoni_acml2013.md``.
 

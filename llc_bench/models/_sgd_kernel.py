@@ -17,7 +17,7 @@ Implementation trick (not a change of the algorithm): the decay of eq. (13)
 multiplies the whole W; the kernel keeps W_true = sw·W and b_true = sb·b so the
 decay is sw *= r, O(1) instead of O(C·m·D), and folds the scales back into W, b
 at the end of the epoch (or when they get small).  The numpy reference in
-``tests/reference_sgd.py`` does the plain in-place multiply; the tests compare both.
+``tests/models/reference_sgd.py`` does the plain in-place multiply; the tests compare both.
 
 Learned anchors (:func:`sgd_epoch_anchors_dense`): every step encodes x against the
 current anchors V (m, D) — squared distances to all m anchors, the k nearest kept in

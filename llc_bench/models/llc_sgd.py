@@ -39,7 +39,7 @@ def __getattr__(name: str):
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r} (the numpy "
-                             "reference steps are in the tests: tests/reference_sgd.py)")
+                             "reference steps are in the tests: tests/models/reference_sgd.py)")
     warnings.warn(f"llc_bench.models.llc_sgd is deprecated: import {name} from "
                   f"llc_bench.models.{module}", DeprecationWarning, stacklevel=2)
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)

@@ -620,7 +620,7 @@ class LLSVMClassifier(_LocalSVMBase):
         weights, so float32 halves its memory traffic (MNIST, 10 classes, k = 8: one
         epoch 0.77x); the dot products still sum in float64 and b stays float64.  Not
         bitwise the float64 fit: about 1e-6 relative in W after an epoch
-        (``tests/test_sgd_dtype.py``); the same model on usps, letter and mnist.
+        (``tests/models/test_sgd_dtype.py``); the same model on usps, letter and mnist.
     """
 
     def __init__(self, *, n_anchors=100, k=8, coding="inverse_distance", beta="auto",

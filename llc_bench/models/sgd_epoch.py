@@ -33,7 +33,7 @@ it the anchors overshoot x and the model collapses within an epoch (the step is
 (not in the papers, off by default) is a trust region: it clips the fraction c of
 v_j += c (x - v_j) to [-max, max].
 
-The same steps in plain numpy are in the tests (``tests/reference_sgd.py``).
+The same steps in plain numpy are in the tests (``tests/models/reference_sgd.py``).
 """
 
 from __future__ import annotations

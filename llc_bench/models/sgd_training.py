@@ -68,7 +68,7 @@ class SGDOptions:
     calibration on a float32 copy of W (the dot products still sum in float64, b stays
     float64): half the memory traffic of a step, which reads k·C·D weights; the returned
     W holds the float32 values in float64.  Agrees with the float64 run to about 1e-6
-    relative per epoch (``tests/test_sgd_dtype.py``), not bitwise."""
+    relative per epoch (``tests/models/test_sgd_dtype.py``), not bitwise."""
 
     lambda_: float
     epochs: int = 10
