@@ -71,6 +71,12 @@ def test_readme_and_makefile_date_nothing():
 
 
 def test_no_file_name_dates_a_thing():
-    paths = list(_files(*FOLDERS, "results/bench"))
+    paths = list(_files(*FOLDERS, "tests", "results/bench"))
     assert [str(p.relative_to(REPO)) for p in paths if FILE_NAME.search(p.name)] == []
     assert (REPO / "results" / "bench" / "yardstick.md").is_file()
+
+
+def test_no_test_dates_a_thing():
+    """The tests too (this file names the dated forms it refuses, so it is left out)."""
+    own = Path(__file__).resolve()
+    assert _dated_lines(p for p in _files("tests") if p.resolve() != own) == []
