@@ -257,3 +257,15 @@ def honoured(tmp_path, capsys, train, *overrides, **kw) -> tuple[dict, str]:
 def csv_file(tmp_path):
     """``problem()`` as data.csv (no header)."""
     return write_delimited(tmp_path / "data.csv", *problem())
+
+
+@pytest.fixture
+def kept_linear(tmp_path, capsys):
+    """A linear SVM kept from a CSV of three labelled blobs: (model file, training CSV, X,
+    the rows' label names)."""
+    names = np.array(["low", "mid", "high"])
+    X, y = blobs(3, n=240)
+    train = write_csv(tmp_path / "train.csv", X, names[y])
+    model, _ = keep_model(tmp_path, train, "model=linear", "trainer.C=1")
+    capsys.readouterr()
+    return model, train, X, names[y]

@@ -6,23 +6,11 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 from conftest import REPO, blobs, keep_model, llc, llc_error, write_csv
 
 from llc_bench.errors import DatasetError
 from llc_bench.serving.predict import predict_file
-
-NAMES = np.array(["low", "mid", "high"])
-
-
-@pytest.fixture
-def csv_model(tmp_path, capsys):
-    X, y = blobs(3, n=240)
-    train = write_csv(tmp_path / "train.csv", X, NAMES[y])
-    model, _ = keep_model(tmp_path, train, "model=linear", "trainer.C=1")
-    capsys.readouterr()
-    return model, train, X, NAMES[y]
 
 
 @pytest.fixture
@@ -37,8 +25,8 @@ def svmlight_model(tmp_path, capsys):
     return model, tmp_path / "train.svm", X, y
 
 
-def test_a_file_without_the_header_says_the_header_is_missing(csv_model, tmp_path, capsys):
-    model, _, X, labels = csv_model
+def test_a_file_without_the_header_says_the_header_is_missing(kept_linear, tmp_path, capsys):
+    model, _, X, labels = kept_linear
     headless = write_csv(tmp_path / "headless.csv", X, labels, header=None)
     line = llc_error(capsys, "predict", str(model), str(headless))
     assert "headless.csv: the header line is missing: the first line holds values" in line
@@ -49,17 +37,17 @@ def test_a_file_without_the_header_says_the_header_is_missing(csv_model, tmp_pat
                                                         str(renamed))
 
 
-def test_a_csv_file_given_to_an_svmlight_model_names_the_format(svmlight_model, csv_model,
+def test_a_csv_file_given_to_an_svmlight_model_names_the_format(svmlight_model, kept_linear,
                                                                capsys):
     model, *_ = svmlight_model
-    _, train_csv, *_ = csv_model
+    _, train_csv, *_ = kept_linear
     line = llc_error(capsys, "predict", str(model), str(train_csv))
     assert "train.csv: line 1 looks like CSV ('f0,f1,f2,f3,kind')" in line
     assert "the model reads svmlight files ('label index:value ...')" in line
 
 
-def test_a_csv_file_given_to_a_mat_model_names_the_format(csv_model, tmp_path, capsys):
-    _, train_csv, *_ = csv_model
+def test_a_csv_file_given_to_a_mat_model_names_the_format(kept_linear, tmp_path, capsys):
+    _, train_csv, *_ = kept_linear
     code, _, err = llc(capsys, "run", "model=linear", "trainer.C=1", "save_model=true",
                        "data.download=false", f"data.mirrors=[{REPO / 'datasets'}]",
                        f"data.home={tmp_path / 'home'}", f"results_dir={tmp_path / 'mat'}",
@@ -79,9 +67,9 @@ def _late(path, lines, index, change):
 
 
 @pytest.mark.parametrize("block_bytes", [1 << 25, 300])
-def test_a_bad_csv_row_is_named_by_its_line_and_row_in_the_file(csv_model, tmp_path,
+def test_a_bad_csv_row_is_named_by_its_line_and_row_in_the_file(kept_linear, tmp_path,
                                                                  block_bytes):
-    model, train, *_ = csv_model
+    model, train, *_ = kept_linear
     lines = train.read_text().splitlines()
     nan = _late(tmp_path / "nan.csv", lines, 200, lambda s: "nan," + s.split(",", 1)[1])
     with pytest.raises(DatasetError, match=re.escape("NaN/inf value at row 200, column 1 "

@@ -15,15 +15,10 @@ import numpy as np
 import pytest
 from conftest import REPO, blobs, keep_model, llc, llc_error, write_csv
 
-NAMES = np.array(["low", "mid", "high"])
-
 
 @pytest.fixture
-def kept(tmp_path, capsys):
-    X, y = blobs(3, n=240)
-    train = write_csv(tmp_path / "train.csv", X, NAMES[y])
-    model, _ = keep_model(tmp_path, train, "model=linear", "trainer.C=1")
-    capsys.readouterr()
+def kept(kept_linear, tmp_path):
+    model, train, *_ = kept_linear
     return tmp_path, model, train
 
 
