@@ -83,6 +83,9 @@ class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, Classifier
     (on a stratified subsample of ``cv_max_rows`` rows when given; the final fit uses all);
     ``tol`` is LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``)."""
 
+    #: the declared search space (conf/search/csvm.yaml) SearchCV takes by default
+    search_space = "csvm"
+
     _parameter_constraints = {
         "n_clusters": [COUNT], "lambda_": [REGULARISATION], "C": [POSITIVE, None],
         "cv_folds": [FOLDS], "C_grid": [Grid(POSITIVE)], "cv_max_rows": [FOLDS, None],

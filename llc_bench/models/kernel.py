@@ -47,6 +47,9 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     ``cv_max_rows`` runs the CV on a stratified subsample of at most that many rows
     (the final fit uses all rows)."""
 
+    #: the declared search space (conf/search/kernel.yaml) SearchCV takes by default
+    search_space = "kernel"
+
     _parameter_constraints = {
         "C": [POSITIVE, None], "gamma": [POSITIVE, None], "cv_folds": [FOLDS],
         "C_grid": [Grid(POSITIVE)], "gamma_factors": [Grid(POSITIVE)],

@@ -40,6 +40,9 @@ class LCCLassoSVMClassifier(CodedLinearSVM):
         :class:`~llc_bench.models.lcc_linear.LCCLinearSVMClassifier` takes them.
     """
 
+    #: the declared search space (conf/search/lcc_lasso.yaml) SearchCV takes by default
+    search_space = "lcc_lasso"
+
     _parameter_constraints = {"n_anchors": [COUNT], "mu": [POSITIVE], "n_candidates": [COUNT],
                               "tol": [POSITIVE], "max_sweeps": [COUNT],
                               "n_anchor_updates": [COUNT0], **SVM_CONSTRAINTS}

@@ -76,6 +76,9 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
         Seeds k-means, the CV folds and LIBLINEAR (None = 0).
     """
 
+    #: the declared search space (conf/search/lcc_svm_lcc.yaml) SearchCV takes by default
+    search_space = "lcc_svm_lcc"
+
     _parameter_constraints = {"n_anchors": [COUNT], "k": [COUNT], "reg": [POSITIVE],
                               **SVM_CONSTRAINTS}
 

@@ -184,6 +184,9 @@ class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     at every tenth of the iterations (with ``eval_set``, test accuracy too).
     """
 
+    #: the declared search space (conf/search/ldkl.yaml) SearchCV takes by default
+    search_space = "ldkl"
+
     _parameter_constraints = {
         "depth": [Interval(Integral, 0, 20, closed="both")], "lambda_w": [REGULARISATION],
         "lambda_theta": [REGULARISATION], "lambda_theta_prime": [REGULARISATION],

@@ -79,6 +79,9 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
     LIBLINEAR's bias feature (``-B bias``) is regularised like the weights.
     """
 
+    #: the declared search space (conf/search/linear.yaml) SearchCV takes by default
+    search_space = "linear"
+
     _parameter_constraints = {
         "C": [POSITIVE, None], "solver": [StrOptions(set(SOLVERS))], "cv_folds": [FOLDS],
         "C_grid": [Grid(POSITIVE)], "cv_max_rows": [FOLDS, None], "bias": [FINITE],

@@ -623,6 +623,9 @@ class LLSVMClassifier(_LocalSVMBase):
         (``tests/models/test_sgd_dtype.py``); the same model on usps, letter and mnist.
     """
 
+    #: the declared search space (conf/search/llsvm.yaml) SearchCV takes by default
+    search_space = "llsvm"
+
     def __init__(self, *, n_anchors=100, k=8, coding="inverse_distance", beta="auto",
                  beta_scale=None, power=1.0, anchor_method="kmeans", lambda_=1e-4, epochs=10,
                  t0=None, bias_scale="auto",
@@ -665,6 +668,9 @@ class LCCSVMClassifier(_LocalSVMBase):
     a linear SVM on γ(x) alone (LLC-SAPL §3.3).
     """
 
+    #: the declared search space (conf/search/lcc_svm.yaml) SearchCV takes by default
+    search_space = "lcc_svm"
+
     __init__ = _init_with(LLSVMClassifier.__init__, coding="soft_knn", use_W=False)
 
 
@@ -679,6 +685,9 @@ class SAPLClassifier(LLSVMClassifier):
     paper's rate 1/(λ(t + t0)) moves the anchors far too much at small λ).
     """
 
+    #: the declared search space (conf/search/sapl.yaml) SearchCV takes by default
+    search_space = "sapl"
+
     __init__ = _init_with(LLSVMClassifier.__init__, coding="soft_knn", learn_anchors=True,
                           anchor_scale=0.01)
 
@@ -692,6 +701,9 @@ class JOClassifier(LLSVMClassifier):
     Same parameters as :class:`LLSVMClassifier` (the ``jo`` preset); the defaults differ:
     coding "adaptive_knn", ``learn_anchors=True`` and ``anchor_scale=0.01``.
     """
+
+    #: the declared search space (conf/search/jo.yaml) SearchCV takes by default
+    search_space = "jo"
 
     __init__ = _init_with(LLSVMClassifier.__init__, coding="adaptive_knn", learn_anchors=True,
                           anchor_scale=0.01)

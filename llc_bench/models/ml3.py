@@ -306,6 +306,9 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         sgd_violations), and ``model_size`` (n_models, n_params).
     """
 
+    #: the declared search space (conf/search/ml3.yaml) SearchCV takes by default
+    search_space = "ml3"
+
     _parameter_constraints = {
         "n_models": [COUNT], "p": [Interval(Real, 1, None, closed="both")],
         "lambda_": [REGULARISATION, None], "n_iter": [COUNT0], "averaging": ["boolean"],

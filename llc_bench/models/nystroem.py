@@ -105,6 +105,9 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
         Seeds the landmarks, the CV folds and LIBLINEAR (None = 0).
     """
 
+    #: the declared search space (conf/search/nystroem.yaml) SearchCV takes by default
+    search_space = "nystroem"
+
     _parameter_constraints = {
         "n_components": [COUNT], "landmarks": [StrOptions(set(LANDMARKS))],
         "gamma": [POSITIVE, None], "gamma_factors": [Grid(POSITIVE)], "C": [POSITIVE, None],

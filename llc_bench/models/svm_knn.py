@@ -62,6 +62,9 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     LIBLINEAR only for queries whose neighbours disagree.
     """
 
+    #: the declared search space (conf/search/svm_knn.yaml) SearchCV takes by default
+    search_space = "svm_knn"
+
     _parameter_constraints = {
         "n_neighbors": [COUNT, None], "C": [POSITIVE, None], "K_grid": [Grid(COUNT)],
         "C_grid": [Grid(POSITIVE)], "n_cv_points": [COUNT],

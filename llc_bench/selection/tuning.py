@@ -47,7 +47,7 @@ def storage_url(results_dir) -> str:
     """The SQLite address of ``<results_dir>/optuna.db``: a SQLite URI whose path is
     percent-escaped, so a ``?``, ``#``, ``%`` or space in the folder's name stays part of
     the path (unescaped, ``a?b/optuna.db`` was the database ``a``)."""
-    from llc_bench.selection.tune import sqlite_url
+    from llc_bench.selection.search import sqlite_url
 
     return sqlite_url(Path(results_dir) / STUDY_FILE)
 
@@ -241,7 +241,7 @@ def _optuna():
     except ImportError:
         raise ConfigError("tuning needs the Optuna sweeper: pip install 'llc-bench[tune]'") \
             from None
-    from llc_bench.selection.tune import _optuna as quiet
+    from llc_bench.selection.search import _optuna as quiet
 
     return quiet()
 
@@ -430,7 +430,7 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
         from llc_bench.selection.tune import score_setting
 
         hand = score_setting(config, ds.X_train, ds.y_train, build_estimator)
-    from llc_bench.selection.tune import noise_margin
+    from llc_bench.selection.search import noise_margin
 
     margin = noise_margin(report["validation_accuracy"], report["validation_rows"],
                           float(config["tune"].get("keep_default_se") or 0.0))

@@ -156,7 +156,8 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
     import warnings
 
     from llc_bench.errors import LLCBenchWarning
-    from llc_bench.selection.tune import _parts, _splits, cost_warning
+    from llc_bench.selection.search import _splits
+    from llc_bench.selection.tune import cost_warning
 
     X, y = _xor(300, 0)
     y = np.where(y, 1, -1)
@@ -166,7 +167,7 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
                                           *overrides, tmp_path=tmp_path))
 
     many = config("tune.trials=100", "tune.budget_s=null")
-    parts = _parts(X, y, _splits(X, y, many["tune"], 0)[1])
+    parts = _splits(X, y, many["tune"], 0)[1]
     text = cost_warning(many, parts)
     assert text.startswith("tune.trials=100 with no budget (tune.budget_s=null): 100 trials "
                            "of 5 fit(s) on 240 rows, up to ~") and "llsvm on banana" in text
@@ -272,20 +273,20 @@ def test_fits_stop_at_a_passed_deadline_and_only_inside_its_block():
 
 
 def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch):
-    from llc_bench.selection import tune
+    from llc_bench.selection import search
 
     (tmp_path / "search").mkdir()
     (tmp_path / "search" / "ml3.yaml").write_text(
         "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
         "      coding.name: choice(a, b)\nsearch:\n  cost: [coding.name]\n")
-    monkeypatch.setattr(tune, "_conf_dir", lambda: tmp_path)
+    monkeypatch.setattr(search, "_conf_dir", lambda: tmp_path)
     with pytest.raises(ConfigError, match=r"ml3.yaml: search.cost: coding.name holds "
                                           r"\['a', 'b'\]: a cost must be a positive number"):
         search_space("ml3")
 
 
 def test_the_budget_line_through_the_fits():
-    from llc_bench.selection.tune import _seconds_at, fit_cost
+    from llc_bench.selection.search import _seconds_at, fit_cost
 
     assert fit_cost({"a": {"cost": True}, "b": {}, "c": {"cost": True}},
                     {"a": 4, "b": 9, "c": 2.5}) == 10.0
@@ -625,7 +626,7 @@ def test_rungs_train_on_nested_stratified_subsets_of_the_held_out_split(tmp_path
     shares, the validation rows the same; a trial's value is its last rung's score, and a
     setting poor on few rows is pruned before it is fitted on all of them.  rungs=1 is
     the procedure (and the cache key) from before rungs existed."""
-    from llc_bench.selection.tune import _splits
+    from llc_bench.selection.search import _splits
 
     X, y = _xor(2400, 0)
     y = np.where(y & (X[:, 0] > 0.5), 2, y.astype(int))  # three classes, unequal shares
@@ -789,7 +790,7 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
 def test_the_one_se_rule_needs_a_capacity_and_stays_inside_the_margin():
     from types import SimpleNamespace as T
 
-    from llc_bench.selection.tune import _simplest_near
+    from llc_bench.selection.search import _simplest_near
 
     def trial(number, value, m, state="COMPLETE", lam=1e-4):
         return T(number=number, value=value, params={"coding.n_anchors": m, "lambda_": lam},

@@ -1,0 +1,911 @@
+"""SearchCV: hyper-parameter selection on the training rows, within a budget.
+
+One procedure for every estimator, and the one ``llc-bench run`` (``tune=auto``), ``llc-bench
+tune`` and the model presets run (docs/guide/tuning.md)::
+
+    from llc_bench.models import LLSVMClassifier
+    from llc_bench.selection import SearchCV
+
+    search = SearchCV(LLSVMClassifier(), budget_s=30).fit(X, y)
+    search.best_params_, search.score(X_test, y_test)
+
+:class:`SearchCV`:
+
+* scores a setting on the rows given to ``fit`` only: a stratified ``folds``-fold CV below
+  ``holdout_min_rows`` rows, a stratified held-out fraction ``holdout`` from there on (with
+  ``rungs`` > 1, after training on nested subsets of 1/3^(rungs-1), ..., 1/3, all of the
+  other rows: successive halving with rows as the resource);
+* searches with Optuna's seeded TPE sampler, the estimator's own setting as the first trial
+  (a dimension that does not hold it is widened; a ``null_means`` value stands for a None),
+  and a successive-halving pruner over the folds or rungs; trials run one after another, so
+  the same seed gives the same trials and the same choice (``workers`` > 1: trials in that
+  many processes on one study, the choice may then differ);
+* stops after ``trials`` trials, or earlier when ``patience`` trials in a row have not
+  beaten the best by more than ``keep_default_se`` standard errors of the validation rows,
+  or when the next fit would end past ``budget_s`` seconds (judged from the fits so far,
+  and from the line through their declared ``cost``); a fit still running at the end of
+  the budget is given up at its next SGD epoch or CCCP iteration (then the choice may
+  depend on the machine, and ``report_["stopped_by"]`` says ``budget``);
+* lets the trials share what they can (:class:`~llc_bench.models._base.TrialCache`, passed
+  to the ``fit`` of an estimator that takes it): the k-means anchors and neighbour searches
+  of trials with the same m and k, and (``warm_start``) the dual CD duals of a trial that
+  differs in λ only, (``eta0_walk``) an η0 calibration walked from the previous trial's,
+  and (``init_max_iter``) a cap on a trial's dual CD init passes;
+* leaves out, on two classes, the dimensions marked ``multiclass_only``;
+* keeps the estimator's own setting unless the best beats it by ``keep_default_se``
+  standard errors, else (``simpler_se``) takes the trial of least capacity within that many
+  standard errors of the best (the dimensions marked ``capacity``; Breiman's one-SE rule).
+
+A space maps a parameter to a dimension: a list of choices, a Hydra sweep string
+(``"tag(log, interval(1e-7, 1e-1))"``, ``"choice(1, 4, 8)"``, ``"range(1, 9)"``), or a parsed
+dimension (``{"kind": "float", "low": 1e-7, "high": 0.1, "log": True}``).  ``space=None``
+takes the estimator's declared space (``conf/search/<name>.yaml`` for its class's
+``search_space`` name), its keys read as the estimator's parameters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from importlib import resources
+from numbers import Integral, Real
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from llc_bench.errors import ConfigError
+from llc_bench.models._validation import validate_params
+
+#: search.capacity's orders: the sign that makes a simpler setting's key smaller.
+CAPACITY_ORDERS = {"ascending": 1, "descending": -1}
+
+
+class SearchCV(MetaEstimatorMixin, BaseEstimator):
+    """Hyper-parameter selection of ``estimator`` on the rows given to ``fit``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A classifier with ``fit`` and ``predict``; its own setting is the first trial.
+    space : dict or None, default=None
+        Parameter name -> dimension (a list of choices, a Hydra sweep string or a parsed
+        dimension); None: the estimator's declared space.
+    trials : int or None, default=30
+        At most this many trials (None: no limit; then ``budget_s`` must be set).
+    budget_s : float or None, default=60.0
+        No trial started that would end past this many seconds, a fit running then given
+        up at its next epoch (None: no limit).
+    folds : int, default=5
+        Stratified CV folds below ``holdout_min_rows`` rows.
+    holdout : float, default=0.25
+        The stratified held-out fraction from ``holdout_min_rows`` rows on.
+    holdout_min_rows : int, default=2000
+        The row count from which one held-out fraction replaces the folds.
+    rungs : int, default=1
+        > 1: the held-out fraction is scored after training on 1/3^(rungs-1), ..., 1/3,
+        all of the other rows, a poor setting pruned on few rows.
+    keep_default_se : float, default=1.0
+        Keep the first trial unless the best beats it by this many standard errors of the
+        validation accuracy (0: always the best).
+    simpler_se : float or None, default=1.0
+        Then the trial of least capacity within this many standard errors of the best
+        (None: the best).
+    patience : int or None, default=None
+        Stop when this many trials in a row have not beaten the best by more than
+        ``keep_default_se`` standard errors (None: no early stop).
+    warm_start : bool, default=True
+        A trial differing from an earlier one in λ only starts its dual CD init from that
+        trial's duals.
+    eta0_walk : bool, default=True
+        A trial's η0 calibration walks from the previous trial's η0.
+    init_max_iter : int or None, default=100
+        A trial's dual CD init stops after this many passes (None: its own cap).
+    workers : int, default=1
+        Trials in this many local processes on one shared study.
+    refit : bool, default=True
+        Fit ``best_estimator_`` on all rows with the chosen setting.
+    random_state : int, default=0
+        Seeds the splits and the sampler.
+
+    Attributes
+    ----------
+    best_params_ : dict
+        The chosen setting.
+    best_score_ : float
+        Its validation accuracy.
+    best_index_ : int
+        Its row in ``cv_results_`` (its trial number).
+    best_estimator_ : estimator
+        The estimator refitted on all rows with ``best_params_`` (``refit=True``).
+    cv_results_ : dict
+        One row per trial, as scikit-learn's searches: ``params``, ``param_<name>``,
+        ``split<i>_test_score``, ``mean_test_score``, ``rank_test_score``,
+        ``mean_fit_time``, ``state``.
+    report_ : dict
+        The whole report a run records (protocol, stopping reason, budget, trials).
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "space": [dict, None],
+        "trials": [Interval(Integral, 1, None, closed="left"), None],
+        "budget_s": [Interval(Real, 0, None, closed="neither"), None],
+        "folds": [Interval(Integral, 2, None, closed="left")],
+        "holdout": [Interval(Real, 0, 1, closed="neither")],
+        "holdout_min_rows": [Interval(Integral, 0, None, closed="left")],
+        "rungs": [Interval(Integral, 1, None, closed="left")],
+        "keep_default_se": [Interval(Real, 0, None, closed="left")],
+        "simpler_se": [Interval(Real, 0, None, closed="left"), None],
+        "patience": [Interval(Integral, 1, None, closed="left"), None],
+        "warm_start": ["boolean"],
+        "eta0_walk": ["boolean"],
+        "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "workers": [Interval(Integral, 1, None, closed="left")],
+        "refit": ["boolean"],
+        "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
+    }
+
+    def __init__(self, estimator, space=None, *, trials=30, budget_s=60.0, folds=5,
+                 holdout=0.25, holdout_min_rows=2000, rungs=1, keep_default_se=1.0,
+                 simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
+                 init_max_iter=100, workers=1, refit=True, random_state=0):
+        self.estimator = estimator
+        self.space = space
+        self.trials = trials
+        self.budget_s = budget_s
+        self.folds = folds
+        self.holdout = holdout
+        self.holdout_min_rows = holdout_min_rows
+        self.rungs = rungs
+        self.keep_default_se = keep_default_se
+        self.simpler_se = simpler_se
+        self.patience = patience
+        self.warm_start = warm_start
+        self.eta0_walk = eta0_walk
+        self.init_max_iter = init_max_iter
+        self.workers = workers
+        self.refit = refit
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Choose a setting on ``(X, y)`` and (``refit``) fit it on all of them."""
+        validate_params(self)
+        if self.trials is None and self.budget_s is None:
+            raise ValueError("SearchCV: trials and budget_s are both None: give at least one")
+        X, y = validate_data(self, X, y, accept_sparse=("csr",), dtype=np.float64)
+        check_classification_targets(y)
+        space = self._declared() if self.space is None else self.space
+        space = {key: dimension(key, spec) for key, spec in space.items()}
+        unknown = sorted(set(space) - set(self.estimator.get_params()))
+        if unknown:
+            raise ValueError(f"SearchCV: space key {unknown[0]!r} is not a parameter of "
+                             f"{type(self.estimator).__name__}")
+        own = self.estimator.get_params()
+        self._search(X, y, _WithParams(self.estimator), space,
+                     first_trial(space, own.get))
+        if self.refit:
+            self.best_estimator_ = clone(self.estimator).set_params(
+                **self.best_params_).fit(X, y)
+            self.classes_ = self.best_estimator_.classes_
+        return self
+
+    def _declared(self) -> dict:
+        name = getattr(self.estimator, "search_space", None)
+        space = declared_space(name) if name else None
+        if not space:
+            raise ValueError(f"SearchCV: {type(self.estimator).__name__} declares no search "
+                             "space; give space={parameter: [values], ...}")
+        return {key.rsplit(".", 1)[-1]: dim for key, dim in space.items()}
+
+    def _settings(self) -> dict:
+        return {key: getattr(self, key) for key in self._parameter_constraints
+                if key not in ("estimator", "space", "refit", "random_state")}
+
+    def _search(self, X, y, make: Callable, space: dict, first: dict | None,
+                echo: Callable | None = None) -> SearchCV:
+        """The procedure (the module's docstring) on ``(X, y)``: trials of ``make(params)``
+        over ``space``, ``first`` the first trial; sets ``best_params_``, ``best_score_``,
+        ``best_index_``, ``cv_results_`` and ``report_``."""
+        optuna = _optuna()
+        tune, seed = self._settings(), int(self.random_state)
+        workers = int(tune.get("workers") or 1)
+        if np.unique(y).size <= 2 and any(d.get("multiclass_only") for d in space.values()):
+            space = {k: d for k, d in space.items() if not d.get("multiclass_only")}
+            first = None if first is None else {k: first[k] for k in space}
+        protocol, splits = _splits(X, y, tune, seed)
+        parts = _parts(X, y, splits)
+        started = time.perf_counter()
+        deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
+        with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
+            storage = sqlite_url(Path(folder) / "study.db") if workers > 1 else None
+            study = optuna.create_study(storage=storage, study_name="tune",
+                                        direction="maximize", sampler=_sampler(optuna, seed),
+                                        pruner=_pruner(optuna))
+            if first is not None:
+                with warnings.catch_warnings():  # "experimental" in optuna 2.x
+                    warnings.simplefilter("ignore")
+                    study.enqueue_trial(first)
+            if workers == 1:
+                records, stopped = _optimize(study, tune, make, space, parts, deadline)
+            else:  # one shared study (SQLite), trials in `workers` processes
+                records, stopped = _in_processes(study, storage, tune, make, space, parts,
+                                                 deadline, seed, workers)
+                study = _Frozen(optuna.load_study(study_name="tune", storage=storage).trials)
+        seconds = time.perf_counter() - started
+        complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+        if not complete:
+            raise ConfigError(f"tune: none of the {len(study.trials)} trials completed "
+                              f"(first failure: {_first_failure(study)})")
+        n_validation = validation_rows(parts)
+        highest = study.best_trial
+        best, kept = _keep_default(study, first, n_validation,
+                                   float(tune.get("keep_default_se") or 0.0))
+        if not kept and tune.get("simpler_se"):
+            best = _simplest_near(study.trials, highest, space, n_validation,
+                                  float(tune["simpler_se"]))
+        chosen = {key: best.params[key] for key in space}
+        states = {t.number: t.state.name for t in study.trials}
+        self.best_params_, self.best_score_ = chosen, float(best.value)
+        self.best_index_ = int(best.number)
+        self.cv_results_ = cv_results(records, states, len(parts))
+        self.n_splits_ = len(parts)
+        self.report_ = {
+            "protocol": protocol, "rows": int(len(y)), "space": space, "chosen": chosen,
+            "best_trial": int(best.number), "validation_accuracy": float(best.value),
+            "kept_default": kept, "defaults_first": first is not None,
+            "simpler_se": tune.get("simpler_se"),
+            "simpler_than": None if kept or best.number == highest.number else {
+                "trial": int(highest.number), "validation_accuracy": float(highest.value)},
+            "validation_rows": min(len(y), validation_rows(parts)),
+            "n_trials": len(study.trials), "n_complete": len(complete),
+            "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
+            "stopped_by": stopped or "trials",
+            "workers": workers,
+            "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]},
+            "seconds": seconds,
+            "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, "
+                       "n_startup_trials=8)"
+                       + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1})"
+                          " on one SQLite study" if workers > 1 else "")
+                       + (", the defaults first" if first is not None else ""),
+            "pruner": "SuccessiveHalvingPruner over the "
+                      + ("rungs" if nested(parts) else "folds")
+                      + " (min_resource 1, reduction 3)",
+            "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
+            "at_edge": _edges(space, chosen),
+            "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
+            "trials": records,
+        }
+        if echo is not None:
+            echo(_tune_line(self.report_, best, highest, tune))
+        return self
+
+    def _fitted(self) -> bool:
+        check_is_fitted(self, "best_estimator_")
+        return True
+
+    @available_if(lambda self: hasattr(self.estimator, "predict"))
+    def predict(self, X):
+        """The labels ``best_estimator_`` predicts."""
+        self._fitted()
+        return self.best_estimator_.predict(X)
+
+    @available_if(lambda self: hasattr(self.estimator, "decision_function"))
+    def decision_function(self, X):
+        """``best_estimator_``'s decision values."""
+        self._fitted()
+        return self.best_estimator_.decision_function(X)
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_proba(self, X):
+        """``best_estimator_``'s class probabilities."""
+        self._fitted()
+        return self.best_estimator_.predict_proba(X)
+
+    def score(self, X, y):
+        """The accuracy of ``best_estimator_`` on ``(X, y)``."""
+        from llc_bench.experiment.metrics import accuracy
+
+        return accuracy(np.asarray(y), self.predict(X))
+
+
+def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
+    """The run's one ``tune`` line: trials, protocol, the choice and why."""
+    kept = report["kept_default"]
+    return (f"tune    {report['n_trials']} trials ({report['protocol']} on {report['rows']} "
+            f"training rows, {report['n_pruned']} pruned) in {report['seconds']:.1f}s: "
+            + ", ".join(f"{k}={_short(v)}" for k, v in report["chosen"].items())
+            + f" (val acc {100 * best.value:.2f}%"
+            + (f", the defaults kept: the best was within {tune['keep_default_se']} standard "
+               "error(s)" if kept else "")
+            + (f", the simplest within {tune['simpler_se']} standard error(s) of trial "
+               f"{highest.number}'s {100 * highest.value:.2f}%"
+               if report["simpler_than"] else "")
+            + ")")
+
+
+class _WithParams:
+    """A trial's estimator: a clone of ``estimator`` with the trial's parameters (a class,
+    not a closure: worker processes receive it)."""
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def __call__(self, params: Mapping):
+        return clone(self.estimator).set_params(**params)
+
+
+def cv_results(records: list, states: Mapping, n_splits: int) -> dict:
+    """scikit-learn's search-result table from the trials' records: one row per trial, in
+    trial order; a split not scored (pruned, stopped, failed) is nan."""
+    rows = sorted(records, key=lambda r: r["number"])
+    split = np.full((len(rows), n_splits), np.nan)
+    for i, row in enumerate(rows):
+        scores = row.get("split_scores") or ()
+        split[i, :len(scores)] = scores
+    state = [states.get(r["number"], "FAIL") for r in rows]
+    mean = np.array([r["score"] if s == "COMPLETE" else np.nan
+                     for r, s in zip(rows, state, strict=True)], dtype=float)
+    order = np.where(np.isnan(mean), -np.inf, mean)
+    rank = np.array([1 + int(np.sum(order > v)) for v in order], dtype=np.int32)
+    out = {"params": [dict(r["params"]) for r in rows]}
+    for key in (rows[0]["params"] if rows else {}):
+        out[f"param_{key}"] = np.array([r["params"].get(key) for r in rows], dtype=object)
+    out.update({f"split{i}_test_score": split[:, i] for i in range(n_splits)})
+    out.update({"mean_test_score": mean, "rank_test_score": rank,
+                "mean_fit_time": np.array([r["seconds"] / max(1, r["folds_scored"])
+                                           for r in rows]),
+                "state": state})
+    return out
+
+
+def _conf_dir() -> Path:
+    return Path(str(resources.files("llc_bench.conf")))
+
+
+def parse_dimension(key: str, text) -> dict:
+    """One ``hydra.sweeper.params`` entry as {"kind": "float"|"int"|"choice", ...}."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
+
+    if not isinstance(text, str):  # a plain YAML value (null, a number): fixed
+        return {"kind": "choice", "values": [text]}
+    value = OverridesParser.create().parse_override(f"{key}={text}").value()
+    log = "log" in getattr(value, "tags", set())
+    if isinstance(value, ChoiceSweep):
+        return {"kind": "choice", "values": list(value.list)}
+    if isinstance(value, RangeSweep):
+        return {"kind": "choice", "values": list(np.arange(value.start, value.stop,
+                                                           value.step or 1).tolist())}
+    if isinstance(value, IntervalSweep):
+        ints = isinstance(value.start, int) and isinstance(value.end, int)
+        return {"kind": "int" if ints else "float", "low": value.start, "high": value.end,
+                "log": log}
+    return {"kind": "choice", "values": [value]}
+
+
+def dimension(key: str, spec) -> dict:
+    """A space entry as a parsed dimension: a list or tuple of choices, a Hydra sweep
+    string, or a dimension already parsed (checked)."""
+    if isinstance(spec, Mapping):
+        kind = spec.get("kind")
+        ok = (kind == "choice" and isinstance(spec.get("values"), list | tuple)
+              and len(spec["values"]) >= 1) or (
+            kind in ("int", "float") and all(isinstance(spec.get(b), int | float)
+                                             for b in ("low", "high"))
+            and spec["low"] <= spec["high"] and (not spec.get("log") or spec["low"] > 0))
+        if not ok:
+            raise ValueError(f"SearchCV: space[{key!r}]={dict(spec)!r}: expected a list of "
+                             "choices, a sweep string or {'kind': 'float'|'int', 'low', "
+                             "'high', 'log'}")
+        return {"log": False, **spec} if kind != "choice" else dict(spec)
+    if isinstance(spec, list | tuple):
+        if not spec:
+            raise ValueError(f"SearchCV: space[{key!r}] is an empty list")
+        return {"kind": "choice", "values": list(spec)}
+    if isinstance(spec, str):
+        return parse_dimension(key, spec)
+    raise ValueError(f"SearchCV: space[{key!r}]={spec!r}: expected a list of choices, a "
+                     "sweep string or a parsed dimension")
+
+
+def declared_space(model: str) -> dict[str, dict] | None:
+    """The declared space of a model preset (``conf/search/<model>.yaml``), or None."""
+    from omegaconf import OmegaConf
+
+    path = _conf_dir() / "search" / f"{model}.yaml"
+    if not path.is_file():
+        return None
+    conf = OmegaConf.load(path)
+    params = OmegaConf.select(conf, "hydra.sweeper.params") or {}
+    space = {key: parse_dimension(key, text) for key, text in params.items()}
+    for key, value in (OmegaConf.select(conf, "search.null_means") or {}).items():
+        if key in space:  # the value a null in the run config stands for (its first trial)
+            space[key]["null_means"] = value
+    for key in OmegaConf.select(conf, "search.cost") or ():
+        if key in space:  # a fit's seconds grow with the product of these keys' values
+            dim = space[key]
+            values = dim["values"] if dim["kind"] == "choice" else [dim["low"], dim["high"]]
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+                       for v in values):
+                raise ConfigError(f"conf/search/{model}.yaml: search.cost: {key} holds "
+                                  f"{values}: a cost must be a positive number")
+            dim["cost"] = True
+    for key in OmegaConf.select(conf, "search.multiclass_only") or ():
+        if key in space:  # searched on more than two classes only
+            space[key]["multiclass_only"] = True
+    capacity = OmegaConf.select(conf, "search.capacity") or {}
+    for rank, (key, order) in enumerate(capacity.items()):
+        if order not in CAPACITY_ORDERS:
+            raise ConfigError(f"conf/search/{model}.yaml: search.capacity.{key}={order!r}: "
+                              f"expected one of {', '.join(CAPACITY_ORDERS)}")
+        if key in space:  # simpler_se's order: this key's rank, and which way is simpler
+            space[key]["capacity"] = [rank, CAPACITY_ORDERS[order]]
+    return space
+
+
+def first_trial(space: Mapping, value_of: Callable) -> dict | None:
+    """The own setting as a first trial (``value_of(key)``), when it lies in the space (a
+    None tried as the value the space says it stands for: ``null_means``)."""
+    params = {}
+    for key, dim in space.items():
+        value = value_of(key)
+        if value is None:
+            value = dim.get("null_means")
+        if not _holds(dim, value):
+            return None
+        params[key] = value
+    return params
+
+
+RUNG_MIN_ROWS = 500  # no rung trains on fewer rows
+
+
+def _splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
+    """The protocol and its (train rows, validation rows) pairs: stratified folds, or one
+    stratified held-out fraction from ``holdout_min_rows`` rows on; with ``tune.rungs`` = r
+    > 1, the held-out fraction is scored after training on nested, stratified subsets of
+    1/3^(r-1), ..., 1/3, all of the other rows (successive halving with rows as the
+    resource, as scikit-learn's HalvingRandomSearchCV: a setting poor on few rows is not
+    fitted on all of them), a subset of fewer than RUNG_MIN_ROWS rows left out."""
+    protocol, splits = _base_splits(X, y, tune, seed)
+    rungs = int(tune.get("rungs") or 1)
+    if rungs == 1 or not protocol.startswith("holdout"):
+        return protocol, splits
+    (train, valid), = splits
+    order = _nested_order(y[train], seed)
+    sizes = [len(train) // 3 ** i for i in range(rungs - 1, 0, -1)]
+    sizes = [size for size in sizes if size >= RUNG_MIN_ROWS] + [len(train)]
+    if len(sizes) == 1:
+        return protocol, splits
+    return (f"{protocol}, rungs of {'/'.join(map(str, sizes))} rows",
+            [(train[np.sort(order[:size])], valid) for size in sizes])
+
+
+def _nested_order(y, seed: int) -> np.ndarray:
+    """A seeded order of rows whose every prefix holds each class in about its share:
+    each class's rows shuffled and spread evenly over (0, 1), then sorted by position."""
+    rng = np.random.RandomState(seed)
+    position = np.empty(len(y))
+    for label in np.unique(y):
+        rows = np.flatnonzero(y == label)
+        position[rng.permutation(rows)] = (np.arange(len(rows)) + rng.uniform()) / len(rows)
+    return np.argsort(position, kind="stable")
+
+
+def _parts(X, y, splits: list) -> list:
+    """(X_tr, y_tr, X_va, y_va) per split; the rungs of one held-out set share its arrays."""
+    held: dict = {}
+    for _, va in splits:
+        held.setdefault(id(va), (X[va], y[va]))
+    return [(X[tr], y[tr], *held[id(va)]) for tr, va in splits]
+
+
+def nested(parts: list) -> bool:
+    """Whether the parts are rungs of one held-out set (else folds: their scores averaged)."""
+    return len(parts) > 1 and all(p[3] is parts[0][3] for p in parts)
+
+
+def validation_rows(parts: list) -> int:
+    """The validation rows a score rests on (the rungs' one held-out set counted once)."""
+    return len(parts[0][3]) if nested(parts) else sum(len(p[3]) for p in parts)
+
+
+def _base_splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
+    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+
+    n = len(y)
+    smallest = int(np.bincount(np.unique(y, return_inverse=True)[1]).min())
+    if n >= int(tune["holdout_min_rows"]) or smallest < 2:
+        split = StratifiedShuffleSplit(n_splits=1, test_size=float(tune["holdout"]),
+                                       random_state=seed)
+        if smallest < 2:  # a class with one row cannot be stratified: plain shuffle
+            rng = np.random.RandomState(seed)
+            rows = rng.permutation(n)
+            cut = max(1, int(round(float(tune["holdout"]) * n)))
+            return f"holdout {tune['holdout']}", [(np.sort(rows[cut:]), np.sort(rows[:cut]))]
+        return f"holdout {tune['holdout']}", list(split.split(np.zeros(n), y))
+    folds = min(int(tune["folds"]), smallest)
+    split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return f"{folds}-fold", list(split.split(np.zeros(n), y))
+
+
+def _suggest(trial, key: str, dim: Mapping):
+    if dim["kind"] == "choice":
+        return trial.suggest_categorical(key, dim["values"])
+    if dim["kind"] == "int":
+        return trial.suggest_int(key, int(dim["low"]), int(dim["high"]), log=dim["log"])
+    return trial.suggest_float(key, float(dim["low"]), float(dim["high"]), log=dim["log"])
+
+
+
+def _holds(dim: Mapping, value) -> bool:
+    """Whether ``value`` is one of a dimension's choices or lies in its interval."""
+    if dim["kind"] == "choice":
+        return value in dim["values"]
+    return isinstance(value, int | float) and dim["low"] <= value <= dim["high"]
+
+
+def _edges(space: Mapping, chosen: Mapping) -> list[str]:
+    """Choices on the edge of the space: the first or last of a numeric choice list, or
+    within 1 % (of the log range, if log) of an interval's end."""
+    edges = []
+    for key, dim in space.items():
+        value = chosen.get(key)
+        if dim["kind"] == "choice":
+            numbers = [v for v in dim["values"] if isinstance(v, int | float)
+                       and not isinstance(v, bool)]
+            if len(numbers) > 1 and value in (min(numbers), max(numbers)):
+                edges.append(key)
+        else:
+            lo, hi, v = float(dim["low"]), float(dim["high"]), float(value)
+            if dim["log"]:
+                lo, hi, v = math.log(lo), math.log(hi), math.log(v)
+            if min(v - lo, hi - v) <= 0.01 * (hi - lo):
+                edges.append(key)
+    return edges
+
+
+class _Objective:
+    """One trial: a setting fitted and scored on every split (pruned when its first splits
+    are poor, stopped when one more fit would end past the budget); keeps a record of each
+    trial for the run record."""
+
+    def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
+                 shared: bool = False):
+        self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
+        self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
+        self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
+        self.records: list[dict] = []
+        # trials in several processes on one study: each trial leaves its record and fits
+        # in the study, and the budget is judged from every process's trials
+        self.shared, self.study = shared, None
+
+    def _others(self) -> list:
+        """The finished trials of the other processes (shared study), in trial order."""
+        if not self.shared or self.study is None:
+            return []
+        own = {r["number"] for r in self.records}
+        return [t for t in sorted(self.study.get_trials(deepcopy=False), key=lambda t: t.number)
+                if t.number not in own and "record" in t.user_attrs]
+
+    def known_fits(self) -> list:
+        """(cost, seconds) of the fits so far: this process's, after the other processes'."""
+        others = [tuple(f) for t in self._others() for f in t.user_attrs.get("fits", ())]
+        return others + self.fits
+
+    def over_budget(self, cost: float | None = None) -> bool:
+        """Whether one more fit would end past the budget: as long as the longest of the last
+        ten (the first left out: it may hold one-off warm-up), or, for a trial of ``cost``
+        (:func:`fit_cost`), as long as the line through the last ten fits' costs and seconds
+        predicts, if longer (ML3 on mnist: 15 s at 2 models per class, 22 s at 5, 101 s at
+        40).  The first trial (the defaults) always completes, so there is always something
+        to choose."""
+        if self.deadline is None or not self.complete():
+            return False
+        fits = self.known_fits()
+        recent = fits[1:][-10:] or fits
+        seconds = max(s for _, s in recent)
+        if cost is not None:
+            seconds = max(seconds, _seconds_at(fits[-10:], cost))
+        return time.time() + seconds > self.deadline
+
+    def stop_on_budget(self, study, _trial) -> None:
+        self.study = study
+        if self.over_budget():
+            study.stop()
+
+    def __call__(self, trial) -> float:
+        import optuna
+        from sklearn.base import clone
+
+        from llc_bench.experiment.metrics import accuracy
+        from llc_bench.models._base import FitDeadline, fit_deadline
+
+        t = time.perf_counter()
+        self.study, first_fit = trial.study, len(self.fits)
+        space = self.space
+        params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
+        cost = fit_cost(space, params)
+        estimator = self.make(params)
+        if "history" in estimator.get_params():
+            estimator.set_params(history=False)  # monitoring only: the numbers are the same
+        scores: list[float] = []
+        past = None
+        try:
+            for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
+                if self.over_budget(cost):
+                    trial.study.stop()
+                    raise optuna.TrialPruned()
+                t_fit = time.perf_counter()
+                try:  # a fit still running at the deadline is given up (not the first trial)
+                    with fit_deadline(self.deadline if self.complete() else None):
+                        fitted = clone(estimator).fit(X_tr, y_tr)
+                except FitDeadline as stop:
+                    past = str(stop)
+                    trial.study.stop()
+                    raise optuna.TrialPruned() from None
+                scores.append(accuracy(y_va, fitted.predict(X_va)))
+                self.fits.append((cost, time.perf_counter() - t_fit))
+                # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
+                # the pruner (min_resource 1, reduction 3) then judges every rung but the last
+                trial.report(self.value(scores), 3 ** step if self.rungs else step)
+                if step + 1 < len(self.parts) and trial.should_prune():
+                    raise optuna.TrialPruned()
+        finally:
+            self.records.append({"number": trial.number, "params": params,
+                                 "score": self.value(scores) if scores else None,
+                                 "folds_scored": len(scores),
+                                 "split_scores": [float(s) for s in scores],
+                                 "seconds": time.perf_counter() - t,
+                                 **({"stopped": f"budget: a fit {past}"} if past else {})})
+            if self.shared:
+                trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
+                trial.set_user_attr("record", self.records[-1])
+        return self.value(scores)
+
+    def complete(self) -> bool:
+        """Whether a trial has been scored on every split (then there is a choice)."""
+        return any(r["folds_scored"] == len(self.parts)
+                   for r in (*self.records, *(t.user_attrs["record"] for t in self._others())))
+
+    def value(self, scores: list) -> float:
+        return float(scores[-1] if self.rungs else np.mean(scores))
+
+
+def fit_cost(space: Mapping, params: Mapping) -> float | None:
+    """A trial's cost: the product of its values of the dimensions the space declares under
+    ``search.cost`` (a fit's seconds grow with them), or None."""
+    keys = [k for k, dim in space.items() if dim.get("cost")]
+    return float(np.prod([float(params[k]) for k in keys])) if keys else None
+
+
+def _seconds_at(fits: list, cost: float) -> float:
+    """The seconds of a fit of ``cost`` on the least-squares line through ``fits`` (cost,
+    seconds), or 0 while the fits do not determine a rising line (one cost so far: a line
+    through the origin would ignore a fit's fixed part, and letter's 3 s study then kept its
+    defaults, 87.7 -> 80.1 %)."""
+    pairs = np.array([(c, s) for c, s in fits if c is not None], dtype=float).reshape(-1, 2)
+    if len(np.unique(pairs[:, 0])) < 2:
+        return 0.0
+    slope, intercept = np.polyfit(pairs[:, 0], pairs[:, 1], 1)
+    return float(intercept + slope * cost) if slope > 0 else 0.0
+
+
+class _Patience:
+    """An Optuna callback that stops the study when ``patience`` trials in a row (pruned
+    and failed ones included) have not beaten the best value by more than the noise margin
+    of the validation rows (as Keras' EarlyStopping with ``min_delta``: a gain within the
+    margin does not move the bar)."""
+
+    def __init__(self, patience: int | None, n_validation: int, n_se: float):
+        self.patience, self.n_validation, self.n_se = patience, n_validation, n_se
+        self.best: float | None = None
+        self.since = 0
+        self.stopped = False
+
+    def __call__(self, study, trial) -> None:
+        if self.patience is None:
+            return
+        value = trial.value if trial.state.name == "COMPLETE" else None
+        if value is not None and (self.best is None or value - self.best > noise_margin(
+                value, self.n_validation, self.n_se)):
+            self.best, self.since = value, 0
+        else:
+            self.since += 1
+        if self.since >= self.patience:
+            self.stopped = True
+            study.stop()
+
+
+def _sampler(optuna, seed: int):
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
+
+
+def _pruner(optuna):
+    return optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+
+
+CATCH = (ValueError, ArithmeticError, np.linalg.LinAlgError)  # a failed trial, not a run
+
+
+def _optimize(study, settings, make, space, parts, deadline,
+              shared: bool = False) -> tuple[list, str | None]:
+    """Trials in this process until the study holds ``tune.trials`` of them, patience runs
+    out or the budget ends; (this process's trial records, what stopped it early: "budget",
+    "patience" or None).  ``shared``: other processes run trials on the same study."""
+    from llc_bench.coding.anchors import anchor_memo
+    from llc_bench.coding.local import distance_memo
+    from llc_bench.models.eta0_calibration import eta0_walk
+    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
+
+    optuna = _optuna()
+    objective = _Objective(make, space, parts, deadline, shared)
+    tune = settings
+    limit = tune["trials"]
+    patience = _Patience(tune.get("patience"), validation_rows(parts),
+                         float(tune.get("keep_default_se") or 0.0))
+    callbacks = [objective.stop_on_budget, patience]
+    if limit is not None:
+        with warnings.catch_warnings():  # "experimental" in optuna 2.x
+            warnings.simplefilter("ignore")
+            callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
+    warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
+    walk = eta0_walk() if tune.get("eta0_walk") else contextlib.nullcontext()
+    cap = (dual_cd_pass_cap(tune["init_max_iter"]) if tune.get("init_max_iter") is not None
+           else contextlib.nullcontext())
+    with anchor_memo(), distance_memo(), warm, walk, cap:
+        study.optimize(objective, n_trials=None if limit is None else limit,
+                       callbacks=callbacks, catch=CATCH)
+    if patience.stopped:
+        return objective.records, "patience"
+    return objective.records, ("budget" if limit is None or len(study.trials) < limit
+                               else None)
+
+
+def _worker(storage, seed, settings, make, space, parts,
+            deadline) -> tuple[list, str | None]:
+    """One more process of a parallel selection: the shared study, a sampler of its own
+    seed; it starts once the first process has taken the enqueued defaults (two processes
+    popping one waiting trial race in optuna 2.x's RDB storage: a UNIQUE-constraint error),
+    and not at all when the study is full or the budget is spent (it may have taken long
+    to start)."""
+    optuna = _optuna()
+    study = optuna.load_study(study_name="tune", storage=storage,
+                              sampler=_sampler(optuna, seed), pruner=_pruner(optuna))
+    limit = settings["trials"]
+    waiting = (optuna.trial.TrialState.WAITING,)
+    while study.get_trials(deepcopy=False, states=waiting):
+        if deadline is not None and time.time() > deadline:
+            return [], "budget"
+        time.sleep(0.05)
+    if limit is not None and len(study.trials) >= limit:
+        return [], None
+    if deadline is not None and time.time() > deadline:
+        return [], "budget"
+    return _optimize(study, settings, make, space, parts, deadline, shared=True)
+
+
+def _in_processes(study, storage, settings, make, space, parts, deadline,
+                  seed: int, workers: int) -> tuple[list, str | None]:
+    """Trials in this process and ``workers - 1`` others (loky) on one SQLite study, all
+    under the one deadline; (every finished trial's record, what stopped the study early).
+    When this process stops (the trials, the budget, patience), the trials running elsewhere
+    finish (under a budget: until its end and one fit more) and the other processes are
+    ended: one still starting (the imports of a new process take seconds) has nothing to add
+    and would hold the selection past its budget."""
+    from concurrent.futures import wait
+
+    from joblib.externals.loky import ProcessPoolExecutor
+
+    optuna = _optuna()
+    pool = ProcessPoolExecutor(max_workers=workers - 1)
+    try:
+        futures = [pool.submit(_worker, storage, seed + i, settings, make, space, parts,
+                               deadline) for i in range(1, workers)]
+        _, stopped = _optimize(study, settings, make, space, parts, deadline, shared=True)
+        fits = [f for t in study.get_trials(deepcopy=False) for f in t.user_attrs.get("fits", ())]
+        grace = max((s for _, s in fits), default=0.0)
+        running = (optuna.trial.TrialState.RUNNING,)
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=0.1)
+            if ((deadline is not None and time.time() > deadline + grace)
+                    or not study.get_trials(deepcopy=False, states=running)):
+                break
+        for future in futures:
+            if future.done() and future.exception() is not None:
+                raise future.exception()
+        ends = [stopped, *(f.result()[1] for f in futures if f.done())]
+    finally:
+        pool.shutdown(wait=False, kill_workers=True)
+    trials = sorted(study.get_trials(deepcopy=False), key=lambda t: t.number)
+    records = [t.user_attrs["record"] for t in trials if "record" in t.user_attrs]
+    return records, ("budget" if "budget" in ends else next((e for e in ends if e), None))
+
+
+class _Frozen:
+    """The finished trials of a study read back from its storage (what ``select`` needs of
+    a study: ``trials`` and ``best_trial``); a trial a stopped process left running is not
+    one of them."""
+
+    def __init__(self, trials):
+        self.trials = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED", "FAIL")]
+        complete = [t for t in self.trials if t.state.name == "COMPLETE"]
+        self.best_trial = max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+
+
+def sqlite_url(path) -> str:
+    """The SQLAlchemy address of the SQLite file ``path``: a SQLite URI, its path
+    percent-escaped (a ``?``, ``#``, ``%`` or space stays part of the path)."""
+    from urllib.parse import quote
+
+    return f"sqlite:///file:{quote(str(Path(path).resolve()))}?uri=true"
+
+
+def _optuna():
+    import logging
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # optuna's import logs at INFO
+    with warnings.catch_warnings():  # SQLAlchemy's 2.0 notice on optuna 2.x's import
+        warnings.simplefilter("ignore")
+        import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+
+def _keep_default(study, first, n_validation: int, n_se: float):
+    """The best trial, or the defaults' (trial 0) when the best beats it by no more than
+    ``n_se`` standard errors of a validation accuracy on ``n_validation`` rows: a margin
+    that size is within the noise of the validation rows, and the best of many noisy
+    scores overstates its setting (the winner's curse).  Returns (trial, kept_default)."""
+    best = study.best_trial
+    default = study.trials[0]
+    if (first is None or n_se <= 0 or default.state.name != "COMPLETE"
+            or best.number == default.number):
+        return best, False
+    if best.value - default.value <= noise_margin(best.value, n_validation, n_se):
+        return default, True
+    return best, False
+
+
+def _simplest_near(trials, best, space: Mapping, n_validation: int, n_se: float):
+    """The trial of least capacity among those within ``n_se`` standard errors of the best:
+    Breiman's one-standard-error rule (Breiman et al., CART, 1984, §3.4.3; Hastie et al.,
+    ESL §7.10), capacity ordered by the space's ``capacity`` dimensions in turn (LL-SVM:
+    the fewer anchors, m (d + 1) weights per class, then the larger λ), then the higher
+    score, then the earlier trial.  A space without such dimensions: the best."""
+    keys = sorted((k for k, d in space.items() if "capacity" in d),
+                  key=lambda k: space[k]["capacity"][0])
+    if not keys:
+        return best
+    margin = noise_margin(best.value, n_validation, n_se)
+    near = [t for t in trials if t.state.name == "COMPLETE" and best.value - t.value <= margin]
+    return min(near, key=lambda t: (
+        tuple(space[k]["capacity"][1] * t.params[k] for k in keys), -t.value, t.number))
+
+
+def noise_margin(accuracy: float, n_validation: int, n_se: float) -> float:
+    """``n_se`` standard errors of an accuracy measured on ``n_validation`` rows."""
+    p = min(max(accuracy, 0.5 / n_validation), 1 - 0.5 / n_validation)
+    return n_se * math.sqrt(p * (1 - p) / n_validation)
+
+
+def _first_failure(study) -> str:
+    for t in study.trials:
+        if t.state.name == "FAIL":
+            return str(t.system_attrs.get("fail_reason", "unknown"))[:200]
+    return "none ran"
+
+
+def _short(value) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

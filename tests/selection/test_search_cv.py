@@ -1,0 +1,96 @@
+"""SearchCV, the one selection estimator (llc_bench/selection/search.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import compose_run
+from sklearn.base import clone
+
+from llc_bench.experiment.runner import build_estimator, prepare_config
+from llc_bench.models import LinearSVMClassifier, LLSVMClassifier
+from llc_bench.selection import SearchCV
+from llc_bench.selection.search import dimension
+from llc_bench.selection.tune import select
+
+
+def _xor(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, 2))
+    return X, np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
+
+
+def test_a_run_s_selection_is_search_cv_on_the_estimator_it_builds(tmp_path):
+    """tune=on's select() on a run config and SearchCV on the estimator that config builds,
+    its space's keys read as parameters, make the same trials, scores and choice."""
+    X, y = _xor(500, 0)
+    config = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
+                                        "tune.trials=6", "tune.budget_s=null",
+                                        tmp_path=tmp_path))
+    chosen, report = select(config, X, y, build_estimator)
+    tune = config["tune"]
+    search = SearchCV(build_estimator(config),
+                      {key.rsplit(".", 1)[-1]: dim for key, dim in tune["space"].items()},
+                      random_state=config["seed"], refit=False,
+                      **{k: tune.get(k) for k in ("trials", "budget_s", "folds", "holdout",
+                                                  "holdout_min_rows", "keep_default_se",
+                                                  "simpler_se", "patience", "warm_start",
+                                                  "eta0_walk", "init_max_iter")}).fit(X, y)
+    assert search.best_params_ == {k.rsplit(".", 1)[-1]: v for k, v in chosen.items()}
+    assert [t["score"] for t in search.report_["trials"]] == [t["score"]
+                                                             for t in report["trials"]]
+    assert search.report_["kept_default"] == report["kept_default"]
+
+
+def test_search_cv_from_python_declared_space_and_its_results():
+    """space=None takes the model's declared space as parameters; cv_results_ has
+    scikit-learn's columns, one row per trial; best_estimator_ is refitted with the choice
+    and answers predict, decision_function and score; the same random_state the same
+    choice."""
+    X, y = _xor(300, 1)
+    search = SearchCV(LLSVMClassifier(random_state=0), trials=4, budget_s=None).fit(X, y)
+    assert set(search.best_params_) == {"lambda_", "n_anchors", "k", "power"}
+    results = search.cv_results_
+    assert len(results["params"]) == 4 == len(results["mean_test_score"])
+    assert {"split0_test_score", "split4_test_score", "rank_test_score", "mean_fit_time",
+            "state", "param_lambda_"} <= set(results)
+    assert results["params"][0]["n_anchors"] == 100  # the estimator's own setting first
+    best = search.best_index_
+    assert results["rank_test_score"][best] >= 1 and results["state"][best] == "COMPLETE"
+    assert search.best_score_ == pytest.approx(results["mean_test_score"][best])
+    assert search.best_estimator_.get_params()["n_anchors"] == search.best_params_["n_anchors"]
+    assert set(search.predict(X[:7])) <= set(y) and search.decision_function(X[:3]).shape == (3,)
+    assert 0.5 < search.score(X, y) <= 1.0
+    again = clone(search).fit(X, y)
+    assert again.best_params_ == search.best_params_
+    assert list(again.cv_results_["mean_test_score"]) == pytest.approx(
+        list(results["mean_test_score"]), nan_ok=True)
+
+
+def test_a_space_of_lists_strings_and_dimensions():
+    assert dimension("C", [1, 10]) == {"kind": "choice", "values": [1, 10]}
+    assert dimension("C", "tag(log, interval(0.01, 100))") == {
+        "kind": "float", "low": 0.01, "high": 100, "log": True}
+    assert dimension("C", {"kind": "int", "low": 1, "high": 9}) == {
+        "kind": "int", "low": 1, "high": 9, "log": False}
+    X, y = _xor(200, 2)
+    search = SearchCV(LinearSVMClassifier(), {"C": [0.5, 2.0]}, trials=2,
+                      budget_s=None).fit(X, y)
+    assert search.best_params_["C"] in (0.5, 2.0)
+
+
+@pytest.mark.parametrize("search, message", [
+    (SearchCV(LinearSVMClassifier(), {"nosuch": [1]}), "'nosuch' is not a parameter"),
+    (SearchCV(LinearSVMClassifier(), {"C": []}), "empty list"),
+    (SearchCV(LinearSVMClassifier(), {"C": {"kind": "float", "low": 2, "high": 1}}),
+     "expected a list"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, trials=None, budget_s=None),
+     "both None"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),
+    (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
+])
+def test_bad_searches_are_one_line_errors(search, message):
+    X, y = _xor(60, 3)
+    with pytest.raises(ValueError, match=message) as err:
+        search.fit(X, y)
+    assert "\n" not in str(err.value)
