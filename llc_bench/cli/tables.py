@@ -4,48 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
-from llc_bench import progress
 from llc_bench.cli.arguments import command_parser
-from llc_bench.errors import ConfigError, ResultsError, did_you_mean
-from llc_bench.store.costs import CostModel, build_seconds, describe
-from llc_bench.store.results import ResultsStore, not_a_directory, read_record
-from llc_bench.tables.execute import (
-    LAUNCHERS,
-    LOCAL_LAUNCHERS,
-    ExecReport,
-    Executor,
-    group_runs,
-)
-from llc_bench.tables.spec import RUN, list_tables, load_profile, load_table, tables_config
-
-#: the committed store of a checkout: estimates for a fresh --results-dir
-COMMITTED = Path(__file__).resolve().parents[2] / "results"
-
-
-def _pairs(runs) -> list[tuple]:
-    """(model preset, dataset config, training-row cap) of each run, for the cost model."""
-    return [(r.overrides["model"], r.overrides["dataset"],
-             (r.config.get("dataset") or {}).get("max_train")) for r in runs]
-
-
-def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:
-    """Why the planned runs that are neither in the store nor to run are left out."""
-    going = {r.hash for r in todo}
-    reasons: dict[str, int] = {}
-    for cell in plan.cells.values():
-        if cell.left_out and cell.status == RUN:  # a row the profile leaves out: not planned
-            reasons[cell.left_out] = reasons.get(cell.left_out, 0) + cell.seeds
-        for run in cell.runs:
-            if run.cached or run.hash in going:
-                continue
-            why = ("not selected (--dataset/--method)" if not cell.selected else
-                   cell.offline if cell.offline and not allow_offline else
-                   f"{cell.status}: {cell.reason}" if cell.reason else cell.status)
-            reasons[why] = reasons.get(why, 0) + 1
-    return reasons
+from llc_bench.errors import ConfigError, did_you_mean
+from llc_bench.store.results import not_a_directory
+from llc_bench.tables.build import Build, build_tables
+from llc_bench.tables.execute import LAUNCHERS, LOCAL_LAUNCHERS, Executor
+from llc_bench.tables.spec import list_tables, load_profile, load_table
 
 
 def _jobs(text: str) -> int:
@@ -96,17 +62,6 @@ def _executor(args, echo) -> Executor:
                     launcher_args=args.launcher_arg, run_args=run_args, env=env, echo=echo)
 
 
-def _warn_corrupt(plan, echo) -> None:
-    store = ResultsStore(plan.results_dir)
-    for run in plan.runs():
-        path = store.path(run.hash)
-        if not run.cached and path.exists():
-            try:
-                read_record(path)
-            except ResultsError as err:
-                echo(f"  warning: {err} -- not used; the run is planned again")
-
-
 def _check_filters(names: list[str], datasets: list[str], methods: list[str]) -> None:
     """``--dataset`` / ``--method`` values that name nothing in the tables asked for are
     a ConfigError (with the closest name), not a build that runs nothing."""
@@ -134,19 +89,8 @@ def _check_output_dirs(results_dir, out_dir: Path, given: bool) -> None:
             raise ConfigError(f"{option} {path}: {blocking} is a file, not a directory")
 
 
-def _has_timing(spec) -> bool:
-    from llc_bench.tables.spec import METRICS
-
-    return any(METRICS[m].factor is not None for m in spec.metrics)
-
-
 def tables_command(argv: list[str], echo=print) -> dict:
     """Build tables; returns {table: {planned, cached, executed, failed, wall_seconds}}."""
-    from llc_bench.tables.aggregate import aggregate, timing_reruns
-    from llc_bench.tables.plan import Composer, Planner
-    from llc_bench.tables.render import write_summary, write_table
-    from llc_bench.tables.report import build_report
-
     parser = command_parser(
         "tables", "Regenerate the papers' tables side by side with the papers' numbers: "
         "plan every run a table needs (config hashes as `llc-bench run` computes them), "
@@ -187,90 +131,12 @@ def tables_command(argv: list[str], echo=print) -> dict:
     profile = load_profile(args.profile)
     out_dir = Path(args.out) if args.out else Path(args.results_dir) / profile.out
     _check_output_dirs(args.results_dir, out_dir, bool(args.out))
-    executor = _executor(args, echo)
-    store = ResultsStore(args.results_dir)
-    stats: dict = {}
-    costs = None
-    began = time.perf_counter()
-    counted: set[str] = set()  # runs an earlier table of this build runs
-    total = [0.0, 0, 0, 0]     # estimated seconds, runs without an estimate, runs, launches
-    with Composer() as composer:
-        planner = Planner(args.results_dir, profile, mirrors=args.mirror, composer=composer)
-        for name in names:
-            start = time.perf_counter()
-            spec = load_table(name)
-            if args.timing_only and not _has_timing(spec):
-                echo(f"[{name}] no timing cells: left as it is (--timing-only)")
-                continue
-            plan = planner.plan(spec, args.dataset, args.method)
-            runs = {r.hash: r for r in plan.runs()}
-            cached = sum(1 for r in runs.values() if r.cached)
-            if args.timing_only:  # forced reruns of the runs not timed cleanly
-                todo = timing_reruns(plan, allow_offline=args.download)
-            else:
-                todo = plan.to_execute(allow_offline=args.download)
-            costs = costs or CostModel(args.results_dir, fallbacks=[COMMITTED])
-            new = [r for r in todo if r.hash not in counted]  # the others: an earlier table's
-            counted.update(r.hash for r in new)
-            seconds, unknown = costs.total(_pairs(new))
-            launches = len(group_runs(new))
-            total = [total[0] + seconds, total[1] + unknown, total[2] + len(new),
-                     total[3] + launches]
-            seconds = build_seconds(seconds, launches)
-            cost = describe(seconds, unknown) if new else "nothing"
-            shared = len(todo) - len(new)
-            cost += f" ({shared} of them run by an earlier table)" if shared else ""
-            echo(f"[{name}] {len(plan.cells)} cells, {len(runs)} runs planned, {cached} in the "
-                 f"store, {len(todo)} to run ({profile.name} profile): {cost}")
-            for reason, count in _not_run(plan, todo, args.download).items():
-                what = "runs not planned" if reason.startswith("not in the ") else \
-                    "planned runs not run"
-                echo(f"  {count} {what if count != 1 else what.replace('runs', 'run')}: "
-                     f"{reason}")
-            _warn_corrupt(plan, echo)
-            if args.dry_run:
-                for launch in group_runs(todo):
-                    known, unknown = costs.total(_pairs(launch.runs))
-                    echo(f"  # {describe(build_seconds(known, 1), unknown)}")
-                    echo("  llc-bench run -m " + " ".join(executor.arguments(
-                        launch, extra=["force=true"] if args.timing_only else ())))
-                continue
-            report = ExecReport()
-            if todo and not args.no_run:
-                with progress.runs_bar(len(todo), f"[{name}] runs", echo) as executor.echo:
-                    # a bar: runs done / to run, ETA
-                    report = executor.run(todo, tag=name, force=args.timing_only)
-                executor.echo = echo
-                plan.refresh(store)
-            result = aggregate(plan, report.failed)
-            result.executed = report.executed
-            result.wall_seconds = time.perf_counter() - start
-            for problem in result.problems:
-                echo(f"  warning: {problem}")
-            for key, why in report.failed.items():
-                echo(f"  failed: {runs[key].label}: {why}")
-            paths = write_table(result, out_dir)
-            c = result.counts()
-            echo(f"  {paths[0]}: {c['compared']} compared ({c['within']} within, "
-                 f"{c['better']} better, {c['worse']} worse), {c['paper_only']} paper-only; "
-                 f"{report.executed} runs executed in {result.wall_seconds:.1f} s")
-            stats[name] = {"planned": len(runs), "cached": cached, "executed": report.executed,
-                           "failed": len(report.failed), "to_run": len(todo),
-                           "wall_seconds": result.wall_seconds, "problems": result.problems,
-                           "paths": [str(p) for p in paths]}
-    if args.dry_run:
-        # the real build plans as this dry run did, then runs and writes what it planned
-        planning = time.perf_counter() - began
-        runs_s, unknown, n, launches = total
-        seconds = build_seconds(runs_s, launches) + planning
-        echo(f"estimate: {n} runs in {launches} launches: runs ~{runs_s:.0f} s, process "
-             f"starts ~{seconds - runs_s - planning:.0f} s, planning ~{planning:.0f} s: "
-             f"{describe(seconds, unknown)} ({seconds:.0f} s)")
-    if not args.dry_run:
-        summary = write_summary(out_dir, list(tables_config().get("tables") or []), profile)
-        echo(f"summary: {summary}")
-        echo(f"report: {build_report(args.results_dir, out_dir, profile, bool(args.out))}")
-    return stats
+    build = Build(args.results_dir, out_dir, profile, mirrors=args.mirror,
+                  datasets=args.dataset, methods=args.method, dry_run=args.dry_run,
+                  timing_only=args.timing_only, no_run=args.no_run, download=args.download,
+                  out_given=bool(args.out))
+    return build_tables(names, build, _executor(args, echo), echo)
+
 
 
 def figures_command(argv: list[str], echo=print) -> dict:

@@ -151,10 +151,12 @@ def build_estimator(config: Mapping):
     return estimator
 
 
-def add_numerics_version(config: dict) -> dict:
+def add_numerics_version(config: dict, estimator=None) -> dict:
     """Put the estimator's ``numerics_version`` into the run config (so into its cache key);
-    version 1 stays out (null), so the records made before versions existed keep their key."""
-    version = int(getattr(build_estimator(config), "numerics_version", 1))
+    version 1 stays out (null), so the records made before versions existed keep their key.
+    ``estimator``: the one the config builds, if built already."""
+    estimator = build_estimator(config) if estimator is None else estimator
+    version = int(getattr(estimator, "numerics_version", 1))
     config["numerics_version"] = version if version > 1 else None
     return config
 
@@ -324,12 +326,13 @@ def _check_streaming(dataset: dict, estimator) -> None:
             "(e.g. 100000) to train on a seeded subsample held in memory")
 
 
-def prepare_config(config: dict, fixed: tuple = ()) -> dict:
+def prepare_config(config: dict, fixed: tuple = (), estimator=None) -> dict:
     """The numerics version and the resolved ``tune`` block in the config (so in its cache
-    key); ``fixed``: the keys set on the command line, left out of a search."""
+    key); ``fixed``: the keys set on the command line, left out of a search; ``estimator``:
+    the one the config builds, if built already."""
     from llc_bench.selection.tune import resolve
 
-    return resolve(add_numerics_version(config), fixed)
+    return resolve(add_numerics_version(config, estimator), fixed)
 
 
 def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = None,
@@ -357,8 +360,10 @@ def run_experiment(cfg: DictConfig | Mapping, output_dir: str | Path | None = No
     check_setting(config.get("calibration"))
     if not isinstance(config.get("save_model", False), bool):
         raise ConfigError(f"save_model={_show(config['save_model'])}: expected true or false")
-    prepare_config(config, fixed)
-    estimator = build_estimator(config)  # a one-point search space may have set a value
+    model_keys = copy.deepcopy((config["trainer"], config.get("coding")))
+    prepare_config(config, fixed, estimator)
+    if (config["trainer"], config.get("coding")) != model_keys:  # a one-point search space
+        estimator = build_estimator(config)  # set a value
     pin_custom_files(config["dataset"])
     _check_streaming(config["dataset"], estimator)
     pin_identity(config["dataset"], config.get("data") or {})  # out-of-core data: sha256

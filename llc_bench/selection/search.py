@@ -265,21 +265,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             "simpler_se": tune.get("simpler_se"),
             "simpler_than": None if kept or best.number == highest.number else {
                 "trial": int(highest.number), "validation_accuracy": float(highest.value)},
-            "validation_rows": min(len(y), validation_rows(parts)),
-            "n_trials": len(study.trials), "n_complete": len(complete),
-            "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
-            "stopped_by": stopped or "trials",
-            "workers": workers,
+            "validation_rows": min(len(y), n_validation),
+            **_study_counts(study, stopped), "workers": workers,
             "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]},
-            "seconds": seconds,
-            "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, "
-                       "n_startup_trials=8)"
-                       + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1})"
-                          " on one SQLite study" if workers > 1 else "")
-                       + (", the defaults first" if first is not None else ""),
-            "pruner": "SuccessiveHalvingPruner over the "
-                      + ("rungs" if nested(parts) else "folds")
-                      + " (min_resource 1, reduction 3)",
+            "seconds": seconds, **_procedure(optuna, seed, workers, first, parts),
             "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
             "at_edge": _edges(space, chosen),
             "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
@@ -316,6 +305,25 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         from llc_bench.experiment.metrics import accuracy
 
         return accuracy(np.asarray(y), self.predict(X))
+
+
+def _study_counts(study, stopped: str | None) -> dict:
+    """The report's trial counts and what stopped the study."""
+    return {"n_trials": len(study.trials),
+            "n_complete": sum(t.state.name == "COMPLETE" for t in study.trials),
+            "n_pruned": sum(t.state.name == "PRUNED" for t in study.trials),
+            "stopped_by": stopped or "trials"}
+
+
+def _procedure(optuna, seed: int, workers: int, first, parts: list) -> dict:
+    """The report's sampler and pruner, as text."""
+    return {
+        "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
+                   + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1})"
+                      " on one SQLite study" if workers > 1 else "")
+                   + (", the defaults first" if first is not None else ""),
+        "pruner": "SuccessiveHalvingPruner over the " + ("rungs" if nested(parts) else "folds")
+                  + " (min_resource 1, reduction 3)"}
 
 
 def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:

@@ -378,60 +378,26 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
     An existing preset is the first trial (where its values lie in the space), so the
     header gives its validation score beside the new one; its keys outside the space are
     kept; it is replaced only when the new setting scores at least as well."""
-    import shlex
-
-    from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
     from llc_bench.data import load_dataset
-    from llc_bench.experiment.runner import build_estimator, prepare_config
+    from llc_bench.experiment.runner import build_estimator
     from llc_bench.files import atomic_write_text
+    from llc_bench.selection.search import noise_margin
     from llc_bench.selection.tune import select
 
     preset = REPO_CONF / "tuned" / f"{model}_{dataset}.yaml"  # what a run composes now
     out = Path(out) if out else preset
     if out != preset and out.exists() and not force:
         raise ConfigError(f"{out} exists: pass --force to replace it")
-    group = next((o for o in overrides if o.split("=", 1)[0].lstrip("+~") == "tune"), None)
-    if group is not None:  # the command always selects (tune=on)
-        raise ConfigError(f"{group}: llc-bench tune always selects; drop it (tune.trials=N "
-                          "and tune.budget_s=S set its budget)")
     old = OmegaConf.to_container(OmegaConf.load(preset)) if preset.is_file() else {}
-    with initialize_config_module("llc_bench.conf", version_base="1.3"):
-        cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
-                                        "tune=on", *overrides])
-    fixed = tuple(o.split("=", 1)[0].lstrip("+~") for o in overrides
-                  if "=" in o and not o.startswith("tune."))
-    if preset_keys:
-        from llc_bench.selection.tune import search_space
-
-        if not old:
-            raise ConfigError(f"--preset-keys: there is no preset conf/tuned/{model}_{dataset}"
-                              ".yaml to take the keys from")
-        from llc_bench.store.query import flatten
-
-        own = set(flatten(old))
-        fixed += tuple(k for k in (search_space(model) or {}) if k not in own)
-    config = prepare_config(OmegaConf.to_container(cfg, resolve=True), fixed=fixed)
-    if not config.get("tune"):
-        raise ConfigError(f"model {model}: nothing to search (every key of its space is "
-                          "fixed on the command line" + (" or not set by the preset)"
-                                                         if preset_keys else ")"))
+    config = _tune_config(model, dataset, seed, overrides, old if preset_keys else None)
     data = config.get("data") or {}
     ds = load_dataset(config["dataset"], seed=seed, home=data.get("home"),
                       mirrors=tuple(data.get("mirrors") or ()),
                       download=bool(data.get("download", True)))
     chosen, report = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
-    first = report["trials"][0]
-    hand = None
-    if old and report["defaults_first"] and first["number"] == 0 and first["folds_scored"]:
-        hand = first["score"]  # trial 0: the composed config, the preset's values in it
-    if hand is None and old:  # the preset lies outside the space: score it as it is
-        from llc_bench.selection.tune import score_setting
-
-        hand = score_setting(config, ds.X_train, ds.y_train, build_estimator)
-    from llc_bench.selection.search import noise_margin
-
+    hand = _preset_score(old, report, config, ds) if old else None
     margin = noise_margin(report["validation_accuracy"], report["validation_rows"],
                           float(config["tune"].get("keep_default_se") or 0.0))
     kept = hand is not None and (report["kept_default"]
@@ -443,7 +409,65 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
              f"{100 * hand:.2f}%): kept as it is")
         atomic_write_text(out, preset.read_text())
         return out, result
+    header = _preset_header(model, dataset, seed, overrides, preset_keys, report, hand,
+                            config, ds)
     body = _merge(old, _nested(chosen))
+    atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
+    return out, result
+
+
+def _tune_config(model: str, dataset: str, seed: int, overrides, old: dict | None) -> dict:
+    """The run config ``llc-bench tune`` selects on (tune=on, the keys set on the command
+    line fixed; ``old``: with --preset-keys, the preset whose keys alone are searched)."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from llc_bench.experiment.runner import prepare_config
+    from llc_bench.selection.tune import search_space
+
+    group = next((o for o in overrides if o.split("=", 1)[0].lstrip("+~") == "tune"), None)
+    if group is not None:  # the command always selects (tune=on)
+        raise ConfigError(f"{group}: llc-bench tune always selects; drop it (tune.trials=N "
+                          "and tune.budget_s=S set its budget)")
+    with initialize_config_module("llc_bench.conf", version_base="1.3"):
+        cfg = compose("run", overrides=[f"model={model}", f"dataset={dataset}", f"seed={seed}",
+                                        "tune=on", *overrides])
+    fixed = tuple(o.split("=", 1)[0].lstrip("+~") for o in overrides
+                  if "=" in o and not o.startswith("tune."))
+    if old is not None:
+        if not old:
+            raise ConfigError(f"--preset-keys: there is no preset conf/tuned/{model}_{dataset}"
+                              ".yaml to take the keys from")
+        from llc_bench.store.query import flatten
+
+        own = set(flatten(old))
+        fixed += tuple(k for k in (search_space(model) or {}) if k not in own)
+    config = prepare_config(OmegaConf.to_container(cfg, resolve=True), fixed=fixed)
+    if not config.get("tune"):
+        raise ConfigError(f"model {model}: nothing to search (every key of its space is "
+                          "fixed on the command line" + (" or not set by the preset)"
+                                                         if old is not None else ")"))
+    return config
+
+
+def _preset_score(old: dict, report: dict, config: dict, ds) -> float:
+    """The validation accuracy of the preset a selection may replace: its trial 0 (the
+    composed config holds its values), or, outside the space, scored as it is."""
+    from llc_bench.experiment.runner import build_estimator
+    from llc_bench.selection.tune import score_setting
+
+    first = report["trials"][0]
+    if report["defaults_first"] and first["number"] == 0 and first["folds_scored"]:
+        return first["score"]
+    return score_setting(config, ds.X_train, ds.y_train, build_estimator)
+
+
+def _preset_header(model, dataset, seed, overrides, preset_keys, report, hand, config,
+                   ds) -> list[str]:
+    """A written preset's header: the command, the choice rule, the protocol and budget,
+    the space, the scores, and what the choice rests on (a subsample, own files, edges)."""
+    import shlex
+
     budget = report["budget"]
     command = " ".join(["llc-bench", "tune", model, dataset, f"--seed {seed}",
                         *(["--preset-keys"] if preset_keys else []),
@@ -480,8 +504,7 @@ def tune_preset(model: str, dataset: str, *, seed: int = 0, overrides=(), out=No
                       + ", ".join(f"{r} sha256 {d}" for r, d in pinned["sha256"].items()))
     if report["at_edge"]:
         header.append(f"# On the edge of the space: {', '.join(report['at_edge'])}.")
-    atomic_write_text(out, "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(body)))
-    return out, result
+    return header
 
 
 def _merge(base: dict, new: dict) -> dict:

@@ -200,8 +200,8 @@ def test_a_profile_s_rows_name_tables_and_their_rows(monkeypatch, datasets, mess
 
 
 def test_rows_a_profile_leaves_out_are_not_composed_and_say_why(tmp_path):
-    from llc_bench.cli.tables import _not_run
     from llc_bench.tables.aggregate import aggregate
+    from llc_bench.tables.build import _not_run
     from llc_bench.tables.plan import Composer, Planner
     from llc_bench.tables.spec import Profile
 
