@@ -18,16 +18,15 @@ and ``tune=auto`` read the same declaration.  :func:`select`:
   next trial would pass ``budget_s`` seconds (judged from the trials so far, and where the
   space declares ``search.cost``, from the line through their fits' cost and seconds), and
   gives up a fit still running at the end of the budget at its next SGD epoch or CCCP
-  iteration (``models._base.fit_deadline``; the trial is pruned, its record says
+  iteration (``TrialCache.deadline``; the trial is pruned, its record says
   ``stopped``); then the choice may depend on the machine, and the report says
   ``stopped_by: budget``;
-* shares the k-means anchors of trials with the same m and rule (``anchor_memo``) and the
-  neighbour search of trials with the same anchors and k (``distance_memo``), and
-  (``warm_start``) starts the dual CD init of a trial that differs from an earlier one in
-  λ only from that trial's duals (``kronecker.dual_cd_warm_start``), and (``eta0_walk``)
-  calibrates a trial's η0 by a walk from the previous trial's (``eta0_calibration.eta0_walk``), and
-  (``init_max_iter``) stops a trial's dual CD init after that many passes
-  (``kronecker.dual_cd_pass_cap``): the SGD epochs continue from it;
+* hands every trial's fit (and prediction) one ``models._base.TrialCache`` per study: the
+  trials share the k-means anchors of the same m and rule and the neighbour search of the
+  same anchors and k, and (``warm_start``) a trial that differs from an earlier one in
+  λ only starts its dual CD init from that trial's duals, and (``eta0_walk``) a trial's
+  η0 calibration walks from the previous trial's, and (``init_max_iter``) a trial's dual
+  CD init stops after that many passes: the SGD epochs continue from it;
 * leaves out, on two classes, the dimensions the space lists under ``multiclass_only``
   (the anchor rule: per-class k-means helps with many classes, not with two);
 * tries the run's own setting first (its preset, else the model's defaults), widening a
@@ -47,7 +46,6 @@ that does not select keeps the cache key it had before selection existed.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import tempfile
 import time
@@ -430,8 +428,9 @@ class _Objective:
     trial for the run record."""
 
     def __init__(self, config: Mapping, build: Callable, parts: list, deadline: float | None,
-                 shared: bool = False):
+                 shared: bool = False, cache=None):
         self.config, self.build, self.parts, self.deadline = config, build, parts, deadline
+        self.cache = cache  # a TrialCache handed to the fits that take it
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
@@ -478,7 +477,7 @@ class _Objective:
         from sklearn.base import clone
 
         from llc_bench.experiment.metrics import accuracy
-        from llc_bench.models._base import FitDeadline, fit_deadline
+        from llc_bench.models._base import FitDeadline
 
         t = time.perf_counter()
         self.study, first_fit = trial.study, len(self.fits)
@@ -497,13 +496,14 @@ class _Objective:
                     raise optuna.TrialPruned()
                 t_fit = time.perf_counter()
                 try:  # a fit still running at the deadline is given up (not the first trial)
-                    with fit_deadline(self.deadline if self.complete() else None):
-                        fitted = clone(estimator).fit(X_tr, y_tr)
+                    fitted = clone(estimator).fit(
+                        X_tr, y_tr, **self._cache_kw(type(estimator).fit, self.complete()))
                 except FitDeadline as stop:
                     past = str(stop)
                     trial.study.stop()
                     raise optuna.TrialPruned() from None
-                scores.append(accuracy(y_va, fitted.predict(X_va)))
+                scores.append(accuracy(y_va, fitted.predict(
+                    X_va, **self._cache_kw(type(fitted).predict))))
                 self.fits.append((cost, time.perf_counter() - t_fit))
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
@@ -520,6 +520,15 @@ class _Objective:
                 trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
                 trial.set_user_attr("record", self.records[-1])
         return self.value(scores)
+
+    def _cache_kw(self, method, deadline: bool = False) -> dict:
+        """``trial_cache=`` for a fit or predict that takes it: the study's cache, with its
+        deadline only when ``deadline`` (a trial has completed: the first runs to its end)."""
+        from llc_bench.models._base import takes_trial_cache
+
+        if self.cache is None or not takes_trial_cache(method):
+            return {}
+        return {"trial_cache": self.cache if deadline else self.cache.with_deadline(None)}
 
     def complete(self) -> bool:
         """Whether a trial has been scored on every split (then there is a choice)."""
@@ -591,14 +600,13 @@ def _optimize(study, config, build, parts, deadline,
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None).  ``shared``: other processes run trials on the same study."""
-    from llc_bench.coding.anchors import anchor_memo
-    from llc_bench.coding.local import distance_memo
-    from llc_bench.models.eta0_calibration import eta0_walk
-    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
+    from llc_bench.models._base import TrialCache
 
     optuna = _optuna()
-    objective = _Objective(config, build, parts, deadline, shared)
     tune = config["tune"]
+    cache = TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
+                       eta0_walk=bool(tune.get("eta0_walk")), pass_cap=tune.get(PASS_CAP))
+    objective = _Objective(config, build, parts, deadline, shared, cache)
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
@@ -607,13 +615,8 @@ def _optimize(study, config, build, parts, deadline,
         with warnings.catch_warnings():  # "experimental" in optuna 2.x
             warnings.simplefilter("ignore")
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
-    warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
-    walk = eta0_walk() if tune.get("eta0_walk") else contextlib.nullcontext()
-    cap = (dual_cd_pass_cap(tune[PASS_CAP]) if tune.get(PASS_CAP) is not None
-           else contextlib.nullcontext())
-    with anchor_memo(), distance_memo(), warm, walk, cap:
-        study.optimize(objective, n_trials=None if limit is None else limit,
-                       callbacks=callbacks, catch=CATCH)
+    study.optimize(objective, n_trials=None if limit is None else limit,
+                   callbacks=callbacks, catch=CATCH)
     if patience.stopped:
         return objective.records, "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit
