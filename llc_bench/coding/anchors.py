@@ -23,8 +23,6 @@ more clusters than points); the caller records the effective m.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 
 import numpy as np
@@ -38,35 +36,6 @@ from ..errors import ConfigError
 MINIBATCH_THRESHOLD = 200_000
 
 ANCHOR_METHODS = ("kmeans", "random_per_class", "kmeans_per_class")
-
-_MEMO: contextvars.ContextVar[list | None] = contextvars.ContextVar("anchor_memo", default=None)
-_ROWS: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("anchor_rows", default=None)
-
-
-@contextlib.contextmanager
-def anchors_from_rows(rows: np.ndarray, n_rows: int):
-    """Inside the block, ``fit_anchors`` on an array of ``n_rows`` rows runs on its rows
-    ``rows`` (in that order) only: the fit of a setting chosen on a held-out split keeps
-    the anchors its trial was scored with (the same rows, rule and seed give the same
-    k-means), so the model deployed has the anchors that were validated."""
-    token = _ROWS.set((np.asarray(rows), int(n_rows)))
-    try:
-        yield
-    finally:
-        _ROWS.reset(token)
-
-
-@contextlib.contextmanager
-def anchor_memo():
-    """Inside the block, ``fit_anchors`` on the same array object with the same arguments
-    returns (a copy of) the anchors it computed before: the trials of a hyper-parameter
-    search that share m and the anchor rule share their k-means."""
-    token = _MEMO.set([])
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
-
 
 def _memo_key(y, args: tuple) -> tuple:
     labels = None if y is None else hash(np.asarray(y).tobytes())
@@ -84,7 +53,8 @@ def fit_anchors(
     max_iter: int = 300,
     sample_rows: int | None = None,
     tol: float | None = None,
-    _memo: bool = True,
+    memo: list | None = None,
+    rows: tuple | None = None,
 ) -> tuple[np.ndarray, dict]:
     """Choose ``n_anchors`` anchor points from the training data ``X``.
 
@@ -93,23 +63,24 @@ def fit_anchors(
     ``random_state`` is an int, a ``numpy.random.RandomState`` or None.
     ``sample_rows`` / ``tol`` (k-means only, None = off): fit on a seeded sample of at
     most that many rows / with that relative tolerance.
+
+    ``memo`` (a list, kept by the caller: the trials of a search that share m and the
+    rule share their k-means): on the same array object with the same arguments, (a copy
+    of) the anchors computed before.  ``rows`` = (rows, n_rows): on an array of
+    ``n_rows`` rows, the anchors of its rows ``rows`` (in that order) only, the info
+    saying so (the fit of a setting chosen on a held-out split keeps the anchors its trial
+    was scored with: the same rows, rule and seed give the same k-means).
     """
     n = X.shape[0]
     if n_anchors < 1:
         raise ConfigError(f"n_anchors must be >= 1, got {n_anchors}")
-    held = _ROWS.get()
-    if held is not None and n == held[1]:
-        rows = held[0]
-        token = _ROWS.set(None)  # a class's rows (kmeans_per_class) are not the whole set
-        try:
-            anchors, info = fit_anchors(
-                X[rows], n_anchors, method=method, y=None if y is None else np.asarray(y)[rows],
-                random_state=random_state, minibatch_threshold=minibatch_threshold,
-                max_iter=max_iter, sample_rows=sample_rows, tol=tol, _memo=_memo)
-        finally:
-            _ROWS.reset(token)
-        return anchors, {**info, "rows": int(len(rows))}
-    memo = _MEMO.get() if _memo else None
+    if rows is not None and n == rows[1]:
+        anchors, info = fit_anchors(
+            X[rows[0]], n_anchors, method=method,
+            y=None if y is None else np.asarray(y)[rows[0]], random_state=random_state,
+            minibatch_threshold=minibatch_threshold, max_iter=max_iter,
+            sample_rows=sample_rows, tol=tol, memo=memo)
+        return anchors, {**info, "rows": int(len(rows[0]))}
     if memo is not None and isinstance(random_state, int | np.integer | None):
         key = _memo_key(y, (n_anchors, method, random_state, minibatch_threshold, max_iter,
                             sample_rows, tol))
@@ -119,8 +90,7 @@ def fit_anchors(
         anchors, info = fit_anchors(X, n_anchors, method=method, y=y,
                                     random_state=random_state,
                                     minibatch_threshold=minibatch_threshold,
-                                    max_iter=max_iter, sample_rows=sample_rows, tol=tol,
-                                    _memo=False)
+                                    max_iter=max_iter, sample_rows=sample_rows, tol=tol)
         memo.append((X, key, anchors.copy(), copy.deepcopy(info)))
         return anchors, info
     m = int(min(n_anchors, n))
@@ -172,7 +142,7 @@ def fit_anchors(
             anchors = np.vstack([
                 fit_anchors(X[y_idx == c], int(share[c]), random_state=random_state,
                             minibatch_threshold=minibatch_threshold, max_iter=max_iter,
-                            sample_rows=sample_rows, tol=tol, _memo=False)[0]
+                            sample_rows=sample_rows, tol=tol)[0]
                 for c in range(share.size) if share[c] > 0])
             info["algorithm"] = "k-means per class"
         info["per_class"] = {str(c): int(s) for c, s in zip(classes, share, strict=True)}

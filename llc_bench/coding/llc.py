@@ -43,19 +43,20 @@ from .local import LocalCode, knn_sq_distances
 
 
 def llc_codes(X, anchors: np.ndarray, k: int = 5, reg: float = 1e-4,
-              keep_distances: bool = False) -> LocalCode:
+              keep_distances: bool = False, memo: list | None = None) -> LocalCode:
     """LLC codes (Wang et al. 2010, approximated fast encoding) of every row of ``X``.
 
     ``X`` dense (n, D) or CSR; ``anchors`` (m, D).  Returns a :class:`LocalCode`
     with indices (n, k) ascending per row and weights (n, k) summing to 1 per
-    row (possibly negative); ``k`` is capped at m.
+    row (possibly negative); ``k`` is capped at m.  ``memo``: the neighbour searches
+    shared (:func:`~llc_bench.coding.local.knn_sq_distances`).
     """
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
     m, D = anchors.shape
     if not float(reg) > 0:  # reg = 0 leaves C singular for k > D + 1 or an exact hit
         raise ConfigError(f"llc reg must be > 0, got {reg!r}")
     k = min(int(k), m)
-    idx, d, _ = knn_sq_distances(X, anchors, k)
+    idx, d, _ = knn_sq_distances(X, anchors, k, memo=memo)
     n = idx.shape[0]
     if sp.issparse(X):
         X = X.tocsr()

@@ -65,8 +65,6 @@ k = m, and variable-k codings (adaptive_knn's k*) pad their rows with zero weigh
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,36 +124,24 @@ def row_sq_norms(X) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-_DISTANCES: contextvars.ContextVar[list | None] = contextvars.ContextVar("distance_memo",
-                                                                        default=None)
-#: The bytes of neighbour searches a ``distance_memo`` block keeps (the most recently used).
+#: The bytes of neighbour searches a ``knn_sq_distances`` memo keeps (the most recently used).
 MEMO_BYTES = 256 << 20
 
 
-@contextlib.contextmanager
-def distance_memo():
-    """Inside the block, ``knn_sq_distances`` on the same array object with equal anchors
-    and the same k returns (copies of) what it computed before: the trials of a
-    hyper-parameter search that share the anchors and k (they differ in λ or the coding's
-    sharpness) share the neighbour search of their training and validation rows."""
-    token = _DISTANCES.set([])
-    try:
-        yield
-    finally:
-        _DISTANCES.reset(token)
-
-
 def knn_sq_distances(
-    X, anchors: np.ndarray, k: int, anchor_sq_norms: np.ndarray | None = None
+    X, anchors: np.ndarray, k: int, anchor_sq_norms: np.ndarray | None = None,
+    memo: list | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The k nearest anchors of every row of X.
 
     Returns ``(indices, d, scale)``: int32 (n, k) ascending per row, the squared
     distances (n, k) clipped at 0, and ``scale`` = ||x||² + ||v||² (n, k), the size
-    of the rounding error of d (used to detect exact hits).
+    of the rounding error of d (used to detect exact hits).  ``memo`` (a list, kept by
+    the caller: the trials of a search that share the anchors and k share the neighbour
+    search of their training and validation rows): on the same array object with equal
+    anchors and the same k, copies of what was computed before.
     """
-    memo = _DISTANCES.get() if anchor_sq_norms is None else None
-    if memo is not None:
+    if memo is not None and anchor_sq_norms is None:
         for i, (X_seen, V_seen, k_seen, found) in enumerate(memo):
             if X_seen is X and k_seen == k and np.array_equal(V_seen, anchors):
                 memo.append(memo.pop(i))
@@ -239,9 +225,11 @@ class LocalCoding:
     def weights_from_sq_distances(self, d: np.ndarray, scale: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def encode(self, X, anchors: np.ndarray, keep_distances: bool = False) -> LocalCode:
+    def encode(self, X, anchors: np.ndarray, keep_distances: bool = False,
+               memo: list | None = None) -> LocalCode:
+        """The codes of X; ``memo``: the neighbour searches shared (``knn_sq_distances``)."""
         k = min(self.k, anchors.shape[0])
-        idx, d, scale = knn_sq_distances(X, anchors, k)
+        idx, d, scale = knn_sq_distances(X, anchors, k, memo=memo)
         w = self.weights_from_sq_distances(d, scale)
         return LocalCode(idx, w, d if keep_distances else None)
 
@@ -386,9 +374,9 @@ class AdaptiveKNNCoding(LocalCoding):
     def weights_from_sq_distances(self, d, scale):
         return adaptive_knn_weights(d, self.mu)[0]
 
-    def encode(self, X, anchors, keep_distances=False):
+    def encode(self, X, anchors, keep_distances=False, memo=None):
         k = min(self.k, anchors.shape[0])
-        idx, d, _ = knn_sq_distances(X, anchors, k)
+        idx, d, _ = knn_sq_distances(X, anchors, k, memo=memo)
         w, k_star, _, _ = adaptive_knn_weights(d, self.mu)
         return LocalCode(idx, w, d if keep_distances else None, k_star)
 

@@ -410,18 +410,18 @@ def _cached(store, key, output_dir, config, echo) -> dict:
     return record
 
 
-def _keeping_trial_anchors(config, ds, tuned: dict):
-    """The block the fit of a selection's choice runs in: fixed anchors from the chosen
-    trial's training rows when it was scored on held-out rows (``tune.trial_anchors``, which
+def _keeping_trial_anchors(config, ds, estimator, tuned: dict) -> dict:
+    """The ``fit`` keywords of a selection's choice: fixed anchors from the chosen trial's
+    training rows when it was scored on held-out rows (``tune.trial_anchors``, which
     ``tune.resolve`` keeps for fixed-anchor models only); the report says so."""
-    from llc_bench.coding.anchors import anchors_from_rows
+    from llc_bench.models._base import TrialCache, takes_trial_cache
     from llc_bench.selection.tune import trial_rows
 
     rows = trial_rows(config, ds.X_train, ds.y_train)
-    if rows is None:
-        return contextlib.nullcontext()
+    if rows is None or not takes_trial_cache(type(estimator).fit):
+        return {}
     tuned["anchor_rows"] = int(len(rows))
-    return anchors_from_rows(rows, len(ds.y_train))
+    return {"trial_cache": TrialCache(memo=False, anchor_rows=(rows, len(ds.y_train)))}
 
 
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
@@ -482,27 +482,27 @@ def _fit(config, ds, estimator, jit: dict, echo) -> tuple:
     progress.phase("compile", "numba kernels (cached after the first run)")
     with jit_compile_timer(jit, "jit_compile_warmup"):  # compilation outside the timed fit
         warm_up(estimator, ds.X_train, ds.y_train)
-    tuned, refit = None, contextlib.nullcontext()
+    tuned, refit = None, {}
     if config.get("tune"):  # on training rows only: the test split is not passed in
         estimator, tuned, refit = _select(config, ds, jit, echo)
     progress.phase("fit", (config.get("model") or {}).get("name"))
-    with jit_compile_timer(jit, "jit_compile_train"), refit:
+    with jit_compile_timer(jit, "jit_compile_train"):
         t0 = time.perf_counter()
-        estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set)
+        estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set, **refit)
         train_seconds = time.perf_counter() - t0
     return estimator, tuned, train_seconds
 
 
 def _select(config, ds, jit: dict, echo) -> tuple:
-    """``tune``: the chosen setting's estimator, the selection's report, and the context of
-    its refit (the trials' anchors kept)."""
+    """``tune``: the chosen setting's estimator, the selection's report, and the keywords
+    of its refit (the trials' anchors kept)."""
     from llc_bench.selection.tune import select, with_params
 
     progress.phase("tune")
     with jit_compile_timer(jit, "jit_compile_tune"):
         chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
     estimator = build_estimator(with_params(config, chosen))
-    return estimator, tuned, _keeping_trial_anchors(config, ds, tuned)
+    return estimator, tuned, _keeping_trial_anchors(config, ds, estimator, tuned)
 
 
 def _fit_info(config, estimator, n_train: int, tuned) -> dict:

@@ -1,11 +1,11 @@
 """What the estimators share: parameters stored as given, labels from decision values,
-the linear model (``coef_``, ``intercept_``) on a feature map of the baselines, and the
-deadline a selection's trial is fitted under."""
+the linear model (``coef_``, ``intercept_``) on a feature map of the baselines, and what
+the trials of a selection share (:class:`TrialCache`)."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
+import copy
+import inspect
 import time
 
 import numpy as np
@@ -23,32 +23,50 @@ def store_params(estimator, params: dict) -> None:
 
 
 class FitDeadline(Exception):
-    """A fit stopped between two iterations because the block's deadline had passed."""
+    """A fit stopped between two iterations because its trial's deadline had passed."""
 
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("fit_deadline",
-                                                                        default=None)
+class TrialCache:
+    """What the trials of one search share, handed to ``fit(..., trial_cache=)``.
+
+    ``deadline`` (``time.time()`` scale, None: none): an iterative fit (the SGD epochs,
+    ML3's CCCP iterations) raises :class:`FitDeadline` at its next iteration past it.
+    ``anchors`` / ``distances`` (``memo``): the k-means anchors of trials with the same m
+    and rule, the neighbour searches of trials with the same anchors and k.
+    ``anchor_rows`` (rows, n_rows): anchors of an ``n_rows``-row fit are drawn from those
+    rows only (the fit of a choice keeps its trial's anchors).  ``warm_duals``
+    (``warm_start``): the dual CD init of a problem solved before at another C starts
+    from its duals.  ``eta0_walk``: an η0 calibration walks from the η0 chosen last.
+    ``pass_cap``: the dual CD init's passes.  None of them is kept by the fitted model."""
+
+    def __init__(self, *, deadline: float | None = None, memo: bool = True,
+                 warm_start: bool = False, eta0_walk: bool = False,
+                 pass_cap: int | None = None, anchor_rows: tuple | None = None):
+        self.deadline = deadline
+        self.anchors: list | None = [] if memo else None
+        self.distances: list | None = [] if memo else None
+        self.anchor_rows = (None if anchor_rows is None
+                            else (np.asarray(anchor_rows[0]), int(anchor_rows[1])))
+        self.warm_duals: dict | None = {} if warm_start else None
+        self.eta0_walk: dict | None = {} if eta0_walk else None
+        self.pass_cap = None if pass_cap is None else int(pass_cap)
+
+    def with_deadline(self, deadline: float | None) -> TrialCache:
+        """The same shared state under another deadline."""
+        other = copy.copy(self)
+        other.deadline = deadline
+        return other
 
 
-@contextlib.contextmanager
-def fit_deadline(deadline: float | None):
-    """Inside the block, an iterative fit (the SGD epochs, ML3's CCCP iterations) raises
-    :class:`FitDeadline` at its next iteration once ``time.time()`` is past ``deadline``:
-    a selection's trial that would end past its budget (ML3 on letter: 6.9 s at one
-    lambda, 18.5 s at another, same models) is given up, not waited for.  None: no
-    deadline.  Outside such a block nothing changes."""
-    token = _DEADLINE.set(deadline)
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-def check_deadline() -> None:
-    """Raise :class:`FitDeadline` if the enclosing :func:`fit_deadline` has passed."""
-    deadline = _DEADLINE.get()
+def check_deadline(deadline: float | None) -> None:
+    """Raise :class:`FitDeadline` once ``time.time()`` is past ``deadline`` (None: never)."""
     if deadline is not None and time.time() > deadline:
         raise FitDeadline(f"past the deadline by {time.time() - deadline:.1f}s")
+
+
+def takes_trial_cache(method) -> bool:
+    """Whether an estimator's ``fit`` (or ``predict``) takes ``trial_cache=``."""
+    return "trial_cache" in inspect.signature(method).parameters
 
 
 def linear_scores(X, W, b):

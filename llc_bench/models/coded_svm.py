@@ -18,10 +18,11 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from . import _validation as checks
-from ._base import LinearOnFeaturesMixin, linear_scores
+from ._base import LinearOnFeaturesMixin, TrialCache, linear_scores
 from .liblinear_fit import SOLVERS, fit_liblinear
 from .linear import cross_validate_C
 
@@ -40,8 +41,9 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
     def _features(self, X):
         return self._codes(X)
 
-    def _codes(self, X, info: dict | None = None):
-        """The (n, m) CSR codes of X; ``info`` receives the coding's counts, if any."""
+    def _codes(self, X, info: dict | None = None, memo: list | None = None):
+        """The (n, m) CSR codes of X; ``info`` receives the coding's counts, if any;
+        ``memo``: the neighbour searches shared (``coding.local.knn_sq_distances``)."""
         raise NotImplementedError
 
     def _fit_coding(self, X):
@@ -59,14 +61,25 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
                 "intercept_": "" if binary else "outputs", "anchors_": "anchors features",
                 **self._fitted_coding}
 
+    def predict(self, X, *, trial_cache=None):
+        """The labels of X; ``trial_cache``: a search's trial scoring its validation rows
+        shares their neighbour search with the trials of the same anchors and k."""
+        check_is_fitted(self, "coef_")
+        X = checks.check_predict_data(self, X)
+        memo = None if trial_cache is None else trial_cache.distances
+        scores = linear_scores(self._codes(X, memo=memo), self.coef_, self.intercept_)
+        return checks.labels_from_scores(self.classes_, np.asarray(scores))
+
     #: The coding's fitted numbers (the subclass's).
     _fitted_coding: dict = {}
 
     def _fit_codes(self, Z, y, C, seed):
         return fit_liblinear(Z, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
 
-    def fit(self, X, y, eval_set=None):
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
         """Anchors, training codes, C by CV (C=None), then LIBLINEAR on the codes.
+        ``trial_cache`` (``_base.TrialCache``, a search's trial): the anchors and neighbour
+        searches it shares, its anchor rows.
 
         ``fit_info_``: timings ("anchors": k-means and the coding's own anchor steps, "encode",
         "cv", "train"), "selected" (C),
@@ -76,13 +89,15 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         checks.validate_params(self)
         X, y = checks.check_fit_data(self, X, y)
         seed = self.random_state or 0
+        cache = TrialCache(memo=False) if trial_cache is None else trial_cache
         t0 = time.perf_counter()
         self.anchors_, anchor_info = fit_anchors(X, self.n_anchors, method=self.anchor_method,
-                                                 y=y, random_state=seed)
+                                                 y=y, random_state=seed, memo=cache.anchors,
+                                                 rows=cache.anchor_rows)
         self._fit_coding(X)
         t1 = time.perf_counter()
         counts: dict = {}
-        Z = self._codes(X, counts)
+        Z = self._codes(X, counts, memo=cache.distances)
         t2 = time.perf_counter()
         cv_scores = None
         if self.C is None:

@@ -33,7 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.coding.anchors import fit_anchors
-from llc_bench.models._base import LabelsFromScoresMixin, store_params
+from llc_bench.models._base import LabelsFromScoresMixin, TrialCache, store_params
 from llc_bench.models._validation import (
     COUNT,
     FINITE,
@@ -101,14 +101,18 @@ class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, Classifier
         return fit_liblinear(Xa, y, C=C, solver="l2_hinge", bias=0.0, eps=self.tol,
                              seed=self.random_state or 0)[0]
 
-    def fit(self, X, y, eval_set=None):
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
+        """k-means clusters, C by CV (C=None), then LIBLINEAR on the augmented rows.
+        ``trial_cache`` (``_base.TrialCache``, a search's trial): the k-means it shares,
+        its anchor rows."""
         validate_params(self)
         X, y = check_fit_data(self, X, y)
         seed = self.random_state or 0
+        cache = TrialCache(memo=False) if trial_cache is None else trial_cache
         t0 = time.perf_counter()
         self.cluster_centers_, kmeans_info = fit_anchors(
             X, self.n_clusters, method="kmeans", random_state=seed,
-            max_iter=self.kmeans_max_iter)
+            max_iter=self.kmeans_max_iter, memo=cache.anchors, rows=cache.anchor_rows)
         L = self.cluster_centers_.shape[0]
         clusters = assign_clusters(X, self.cluster_centers_)
         Xa = augment(X, clusters, L, self.lambda_, self.bias)

@@ -1,12 +1,10 @@
 """η0 calibration of the SGD: the step size chosen from the warm start on a grid, by the
 training objective after a pass over seeded subsamples (:func:`calibrate_eta0`), the grid
-walked coarse-to-fine (:func:`coarse_to_fine`) or, inside :func:`eta0_walk`, from the η0
-chosen last (:func:`walk_to_minimum`)."""
+walked coarse-to-fine (:func:`coarse_to_fine`) or, for the trials of a search, from the
+η0 chosen last (``walk``, :func:`walk_to_minimum`)."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,28 +29,11 @@ LEARNED_ETA0_EXPONENTS = ETA0_GRID_EXPONENTS[::2]
 #: such η0 is kept (a flat tail of tiny steps would otherwise decide by rounding noise).
 CALIBRATION_TIE = 1e-4
 
-_WALK: contextvars.ContextVar[dict | None] = contextvars.ContextVar("eta0_walk", default=None)
-
-
-@contextlib.contextmanager
-def eta0_walk():
-    """Inside the block, an η0 calibration of a grid calibrated before walks it from the
-    grid point nearest the η0 chosen last (:func:`walk_to_minimum`) instead of running
-    coarse-to-fine: the trials of a search, whose η0 moves little from one setting to the
-    next, pay for ~6 grid points instead of ~13 (the same η0 in 89-100 % of them on five
-    yardstick sets).  The first calibration in the block runs as outside it."""
-    token = _WALK.set({})
-    try:
-        yield
-    finally:
-        _WALK.reset(token)
-
-
 def calibrate_eta0(
     X, Y, code: LocalCode, W, b, *, lambda_, skip, bias_scale, use_W=True, anchors=None,
     coding=None, anchor_scale=1.0, anchor_step_max=None, n_sub=CALIBRATION_ROWS,
     repeats=CALIBRATION_REPEATS, passes=1, exponents=ETA0_GRID_EXPONENTS, random_state=None,
-    coarse_step=None, w_dtype=np.float64,
+    coarse_step=None, w_dtype=np.float64, walk=None,
 ) -> tuple[float, dict]:
     """t0 = 1/(λ η0) with η0 chosen *from the warm start* (W, b and, when learned, the
     anchors; none of them is changed).
@@ -69,6 +50,11 @@ def calibrate_eta0(
     tables it picks the full grid's η0 in 285, at about half the cost).  ``w_dtype``: the
     precision of W in the passes, as in the epochs it calibrates.  A warm start that
     SGD cannot improve gets a tiny η0, i.e. SGD that leaves it nearly unchanged.
+    ``walk`` (a dict, kept by the caller): a grid calibrated before is walked from the
+    grid point nearest the η0 chosen last (:func:`walk_to_minimum`) instead of running
+    coarse-to-fine: the trials of a search, whose η0 moves little from one setting to the
+    next, pay for ~6 grid points instead of ~13 (the same η0 in 89-100 % of them on five
+    yardstick sets); the first calibration runs as without it.
     Replaces sgd-2's greedy ``determineEta0`` from W = 0, whose η0 varied 128-512x across
     seeds and whose first epoch threw the LIBLINEAR warm start away.  Returns (t0, info)
     with the grid's costs.
@@ -98,7 +84,7 @@ def calibrate_eta0(
                 costs[r, points] = list(pool.map(cost, [grid[i] for i in points]))
             return costs[:, points]
 
-        memo, key = _WALK.get(), (tuple(exponents), passes)
+        memo, key = walk, (tuple(exponents), passes)
         start = None if memo is None or key not in memo else nearest_point(grid, memo[key])
         points = (coarse_to_fine(len(grid), coarse_step, run) if start is None
                   else walk_to_minimum(len(grid), start, run))

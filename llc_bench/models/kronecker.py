@@ -36,8 +36,6 @@ Decision signs follow ``model.get_labels()`` (docs/design.md §Released code).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import hashlib
 import time
 
@@ -68,40 +66,8 @@ DUAL_CD_MAX_ITER = 1000
 #: LIBLINEAR's default tolerance of ``-s 3``.
 DUAL_CD_EPS = 0.1
 
-_WARM: contextvars.ContextVar[dict | None] = contextvars.ContextVar("dual_cd_warm", default=None)
-#: The bytes of duals a warm-start block keeps (the most recently solved problems').
+#: The bytes of duals a warm-start memo keeps (the most recently solved problems').
 WARM_BYTES = 256 << 20
-
-
-@contextlib.contextmanager
-def dual_cd_warm_start():
-    """Inside the block, the ``dual_cd`` init of a problem it solved before with another C
-    (the same rows, codes, labels and seed: trials of a search that differ in λ only)
-    starts from that solution's duals scaled by C_new / C_old, the warm start along the C
-    path of Chu, Hsieh & Lin (KDD 2015), instead of α = 0.  The solution meets the same
-    stopping rule; it is not bitwise the cold start's."""
-    token = _WARM.set({})
-    try:
-        yield
-    finally:
-        _WARM.reset(token)
-
-
-_PASS_CAP: contextvars.ContextVar[int | None] = contextvars.ContextVar("dual_cd_pass_cap",
-                                                                      default=None)
-
-
-@contextlib.contextmanager
-def dual_cd_pass_cap(passes: int):
-    """Inside the block, the ``dual_cd`` init stops after at most ``passes`` passes instead
-    of :data:`DUAL_CD_MAX_ITER`: the trials of a search, whose init the SGD epochs then
-    continue (a loose init, as a fast setting may use).  A problem that meets the tolerance
-    sooner is solved as outside the block; the record lists the cap (``max_iter``)."""
-    token = _PASS_CAP.set(int(passes))
-    try:
-        yield
-    finally:
-        _PASS_CAP.reset(token)
 
 
 def _problem_key(x_arrays, code: LocalCode, y_idx, *settings) -> str:
@@ -311,6 +277,8 @@ def liblinear_init(
     random_state=None,
     eps: float | None = None,
     solver: str = "l2_hinge",
+    warm: dict | None = None,
+    pass_cap: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """W (n_out, m, D) and b (n_out, m) from LIBLINEAR on z (n_out = 1 binary, else C).
 
@@ -319,6 +287,14 @@ def liblinear_init(
     class-stratified subsample of rows is used and reported in the info dict.
     ``solver`` / ``eps``: LIBLINEAR's loss (``liblinear_fit.SOLVERS``; "l2_squared_hinge"
     is the primal Newton ``-s 2``) and tolerance (None = LIBLINEAR's default).
+
+    ``dual_cd`` only, for the trials of a search: ``warm`` (a dict, kept by the caller):
+    a problem solved before with another C (the same rows, codes, labels and seed: trials
+    that differ in λ only) starts from that solution's duals scaled by C_new / C_old, the
+    warm start along the C path of Chu, Hsieh & Lin (KDD 2015), instead of α = 0 (the
+    same stopping rule; not bitwise the cold start's); ``pass_cap``: at most that many
+    passes instead of :data:`DUAL_CD_MAX_ITER` (a loose init the SGD epochs continue;
+    the record lists it as ``max_iter``).
     """
     if lambda_ <= 0:
         raise ConfigError(f"lambda must be > 0, got {lambda_}")
@@ -350,7 +326,8 @@ def liblinear_init(
     cs = code if rows is None else code.take(rows)
     ys = y_idx if rows is None else y_idx[rows]
     if solver == "dual_cd":
-        return _dual_cd_init(Xs, cs, ys, n_classes, m, lambda_, use_W, eps, random_state, info)
+        return _dual_cd_init(Xs, cs, ys, n_classes, m, lambda_, use_W, eps, random_state, info,
+                             warm=warm, pass_cap=pass_cap)
     t = time.perf_counter()
     Z = kronecker_nodes(Xs, cs, m, include_x=use_W)
     info["build_seconds"] = time.perf_counter() - t
@@ -376,7 +353,8 @@ def liblinear_init(
     return W, b, info
 
 
-def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_state, info):
+def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_state, info,
+                  warm=None, pass_cap=None):
     """The ``dual_cd`` solver: the same problem as LIBLINEAR's, z never built (all rows)."""
     n = X.shape[0]
     C = 1.0 / (lambda_ * n)
@@ -396,11 +374,11 @@ def _dual_cd_init(X, code, y_idx, n_classes, m, lambda_, use_W, eps, random_stat
     else:
         x_arrays = (np.ascontiguousarray(X, dtype=np.float64), np.empty(0, np.int64),
                     np.empty(0, np.int64), np.empty(0))
-    memo = _WARM.get()
+    memo = warm
     key = None if memo is None else _problem_key(x_arrays, code, y_idx, n_out, m, use_W, eps,
                                                  seed)
     alpha = _warm_duals(memo, key, C, (n_out, n))
-    max_iter = min(DUAL_CD_MAX_ITER, _PASS_CAP.get() or DUAL_CD_MAX_ITER)
+    max_iter = min(DUAL_CD_MAX_ITER, pass_cap or DUAL_CD_MAX_ITER)
     if max_iter < DUAL_CD_MAX_ITER:
         info["max_iter"] = max_iter
     if memo is not None and key in memo:

@@ -60,8 +60,8 @@ class LCCLassoSVMClassifier(CodedLinearSVM):
             self.anchors_ = update_anchors(X, Z, self.anchors_, self.mu)
             self.objective_.append(lcc_objective(X, Z, self.anchors_, self.mu) / X.shape[0])
 
-    def _codes(self, X, info=None):
-        """The (n, m) CSR matrix of LCC codes of X."""
+    def _codes(self, X, info=None, memo=None):
+        """The (n, m) CSR matrix of LCC codes of X (no neighbour search: ``memo`` unused)."""
         return lcc_codes(X, self.anchors_, self.mu, self.n_candidates, self.tol, self.max_sweeps,
                          info=info)
 

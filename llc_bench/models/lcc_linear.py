@@ -92,9 +92,9 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
     def _fit_coding(self, X):
         self.k_ = min(int(self.k), self.anchors_.shape[0])
 
-    def _codes(self, X, info=None):
-        """The (n, m) CSR matrix of LLC codes of X."""
-        code = llc_codes(X, self.anchors_, self.k_, self.reg)
+    def _codes(self, X, info=None, memo=None):
+        """The (n, m) CSR matrix of LLC codes of X (``memo``: neighbour searches shared)."""
+        code = llc_codes(X, self.anchors_, self.k_, self.reg, memo=memo)
         return build_kronecker(X, code, self.anchors_.shape[0], include_x=False)
 
     def _coding_info(self, counts):

@@ -21,7 +21,7 @@ _MOVED = {
                      "resolve_t0", "auto_bias_scale", "default_skip", "sgd_weights_dtype"),
     "eta0_calibration": ("ETA0_GRID_EXPONENTS", "CALIBRATION_ROWS", "CALIBRATION_REPEATS",
                          "LEARNED_PASSES", "LEARNED_ETA0_EXPONENTS", "CALIBRATION_TIE",
-                         "eta0_walk", "calibrate_eta0", "coarse_to_fine", "nearest_point",
+                         "calibrate_eta0", "coarse_to_fine", "nearest_point",
                          "walk_to_minimum"),
     "sgd_epoch": ("labels_matrix", "anchor_major", "run_epoch", "run_epoch_anchors",
                   "decision_from_codes", "sgd_objective"),

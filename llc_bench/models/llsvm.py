@@ -76,7 +76,7 @@ from ..coding.local import (
     coding_from_params,
 )
 from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
-from ._base import store_params
+from ._base import TrialCache, store_params
 from ._validation import (
     COUNT,
     COUNT0,
@@ -227,7 +227,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 reason=f"needs a coding with an anchor gradient {LEARNABLE_CODINGS}, "
                 f"not {self.coding!r}")
 
-    def _select_lambda(self, X, y_idx, seed, info) -> float:
+    def _select_lambda(self, X, y_idx, seed, info, trial_cache=None) -> float:
         """λ: ``lambda_``, or the ``lambda_grid`` value of the best ``cv_folds``-fold CV
         accuracy on (≤ ``cv_max_rows`` stratified rows of) the training data; a one-value
         grid is used as is.  The CV fits are clones of this estimator at each λ."""
@@ -239,7 +239,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
 
         def fit_fold(Xf, yf, lam):
             fold = clone(self).set_params(lambda_=lam, lambda_grid=None, history=False)
-            return fold.fit(Xf, self.classes_[yf]).predict
+            return fold.fit(Xf, self.classes_[yf], trial_cache=trial_cache).predict
 
         X_cv, y_cv = cv_subsample(X, y_idx, self.cv_max_rows, seed)
         scores = cross_validate_C(X_cv, y_cv, grid, int(self.cv_folds), seed,
@@ -260,11 +260,11 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 X.sum_duplicates()
         return X
 
-    def _encode(self, X, anchors=None) -> LocalCode:
-        return self.coding_.encode(X, self.anchors_ if anchors is None else anchors)
+    def _encode(self, X, anchors=None, memo=None) -> LocalCode:
+        return self.coding_.encode(X, self.anchors_ if anchors is None else anchors, memo=memo)
 
     # -------------------------------------------------------------------- fit
-    def fit(self, X, y, eval_set=None):
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
         """Fit anchors, coding, LIBLINEAR init and SGD epochs.
 
         ``eval_set=(X_test, y_test)`` adds test accuracy to the per-epoch history
@@ -277,6 +277,10 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         in a seeded order (codes computed per chunk).  Arrays are a one-chunk source whose
         sample is all rows, so a one-chunk source whose rows fit the sample gives exactly
         the in-memory fit.  ``fit_info_``: see the module docstring.
+
+        ``trial_cache`` (``_base.TrialCache``, a search's trial): the anchors, neighbour
+        searches, init duals and η0 walk it shares, its deadline and init pass cap; None
+        shares nothing.
         """
         validate_params(self)  # the one check of the parameters
         source, y = self._check_fit_data(X, y)
@@ -287,20 +291,22 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         X, y_s, y_si = source.take(rows), y[rows], y_idx[rows]
         self._use_W_fit = bool(self.use_W)  # what predict uses, whatever set_params does
         info, seconds = {}, {}
+        cache = TrialCache(memo=False) if trial_cache is None else trial_cache
         with _timed(seconds, "cv"):
-            lam = self._select_lambda(X, y_si, seeds.anchors, info)
+            lam = self._select_lambda(X, y_si, seeds.anchors, info, trial_cache)
         with _timed(seconds, "anchors"):
-            self.anchors_, info["anchors"] = self._fit_anchors(X, y_si, seeds.anchors)
+            self.anchors_, info["anchors"] = self._fit_anchors(X, y_si, seeds.anchors, cache)
         with _timed(seconds, "encode"):
-            code, info["coding"] = self._fit_coding(X, seeds.coding)
+            code, info["coding"] = self._fit_coding(X, seeds.coding, cache.distances)
         with _timed(seconds, "init"):
             W, b, info["init"] = self._init_weights(X, code, y_si, len(self.classes_),
-                                                    self.anchors_.shape[0], lam, seeds.init)
+                                                    self.anchors_.shape[0], lam, seeds.init,
+                                                    cache)
         history = _EpochHistory(self, X, y_s, y_si, eval_set, int(self.epochs))
         with _timed(seconds, "sgd"):
             batches = self._batches(source, y_idx, code, whole=len(rows) == source.n_rows)
             self.W_, self.b_, info["sgd"] = self._sgd(X, code, W, b, lam, batches, history,
-                                                      seeds.sgd)
+                                                      seeds.sgd, cache)
         self.fit_info_ = self._fit_info(source, X, rows, history, seconds, info)
         return self
 
@@ -320,26 +326,27 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             )
         return y_idx
 
-    def _fit_anchors(self, X, y_idx, seed):
+    def _fit_anchors(self, X, y_idx, seed, cache):
         """Anchors (m, D) by k-means (or random per class) and their info."""
         return fit_anchors(X, self.n_anchors, method=self.anchor_method, y=y_idx,
                            random_state=seed, sample_rows=self.kmeans_sample,
-                           tol=self.kmeans_tol)
+                           tol=self.kmeans_tol, memo=cache.anchors, rows=cache.anchor_rows)
 
-    def _fit_coding(self, X, seed) -> tuple[LocalCode, dict]:
+    def _fit_coding(self, X, seed, memo=None) -> tuple[LocalCode, dict]:
         """``coding_`` fitted on X (β "auto") and the training codes."""
         k = min(self.k, self.anchors_.shape[0])
         self.coding_ = coding_from_params(self.coding, k, vars(self))  # its own options
         self.coding_.fit(X, self.anchors_, random_state=seed)
-        return self._encode(X), self.coding_.params()
+        return self._encode(X, memo=memo), self.coding_.params()
 
-    def _sgd(self, X, code, W, b, lam, batches, history, seed):
+    def _sgd(self, X, code, W, b, lam, batches, history, seed, cache):
         """The SGD epochs from the init (W, b; updated in place and returned with the
         trainer's info), each reported to the history."""
         if self.learn_anchors:
             self.initial_anchors_ = self.anchors_.copy()
         training = SGDTraining(X, history.Y, code, W, b, self._sgd_options(lam, seed),
-                               batches=batches, objective=True)
+                               batches=batches, objective=True, deadline=cache.deadline,
+                               walk=cache.eta0_walk)
         try:
             for epoch in training.epochs():
                 history.record(epoch, W, b)
@@ -403,7 +410,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.n_features
         return X, y
 
-    def _init_weights(self, X, code, y_idx, n_classes, m, lam, seed):
+    def _init_weights(self, X, code, y_idx, n_classes, m, lam, seed, cache):
         """W (n_out, m, D), b (n_out, m) and the init's info: LIBLINEAR on z (LLC-SAPL eq.
         20), or zeros."""
         if self.init == "liblinear":
@@ -411,6 +418,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
                 X, code, y_idx, n_classes, m, lam, use_W=bool(self.use_W),
                 max_nnz=int(self.max_nnz), random_state=seed,
                 solver=self.init_solver or "l2_hinge", eps=self.init_eps,
+                warm=cache.warm_duals, pass_cap=cache.pass_cap,
             )
         n_out = 1 if n_classes == 2 else n_classes
         return np.zeros((n_out, m, X.shape[1])), np.zeros((n_out, m)), {"method": "zeros"}
@@ -443,14 +451,14 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             return self.classes_[(F[:, 0] > 0).astype(int)]
         return self.classes_[np.argmax(F, axis=1)]
 
-    def _scores(self, X, timings: dict | None = None) -> np.ndarray:
+    def _scores(self, X, timings: dict | None = None, memo=None) -> np.ndarray:
         """(n, n_out) decision values f_c(x) = Σ_a γ_a (W_c[j_a]·x + b_c[j_a]) (eq. 8):
         the codes (one distance GEMM against the anchors), then only the k active
         linear models per row (``decision_from_codes``, the history's kernel)."""
         if isinstance(X, RowSource):
             return np.vstack([self._scores(Xc, timings) for _, Xc in X.chunks()])
         t = time.perf_counter()
-        code = self._encode(X)
+        code = self._encode(X, memo=memo)
         t_enc = time.perf_counter() - t
         t = time.perf_counter()
         out = decision_from_codes(X, code, self.W_, self.b_, self._use_W_fit)
@@ -471,8 +479,11 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         F = self._scores(self._validate_predict_X(X))
         return F[:, 0] if F.shape[1] == 1 else F
 
-    def predict(self, X):
-        return self._labels_from_scores(self._scores(self._validate_predict_X(X)))
+    def predict(self, X, *, trial_cache=None):
+        """The labels of X; ``trial_cache``: a search's trial scoring its validation rows
+        shares their neighbour search with the trials of the same anchors and k."""
+        memo = None if trial_cache is None else trial_cache.distances
+        return self._labels_from_scores(self._scores(self._validate_predict_X(X), memo=memo))
 
     def predict_timed(self, X):
         """``(labels, timings)`` with seconds for "validate", "encode" (distance part of

@@ -338,21 +338,24 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
                                    reason="give lambda_ or lambda_grid, not both")
 
     # -- training ---------------------------------------------------------
-    def fit(self, X, y, eval_set=None):
-        """Fit on (X, y); ``eval_set=(X_test, y_test)`` adds test error to the history."""
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
+        """Fit on (X, y); ``eval_set=(X_test, y_test)`` adds test error to the history.
+        ``trial_cache`` (``_base.TrialCache``, a search's trial): its deadline gives the fit
+        up at the next epoch or CCCP iteration past it."""
         validate_params(self)  # the one check of the parameters
         X, y_enc = self._check_fit_data(X, y)
+        deadline = None if trial_cache is None else trial_cache.deadline
         tic = time.perf_counter()
-        lam, cv = self._select_lambda(X, y_enc)
+        lam, cv = self._select_lambda(X, y_enc, trial_cache)
         t_cv = time.perf_counter() - tic
         rng = check_random_state(self.random_state)
         run = _CCCPState(_rows(X), y_enc, self.classes_.size, int(self.n_models),
                          float(self.p), lam)
         test = self._test_rows(eval_set)
         tic = time.perf_counter()
-        self._init_epochs(run, rng)
+        self._init_epochs(run, rng, deadline)
         t_init = time.perf_counter() - tic
-        history, t_cccp = self._cccp(run, rng, test)
+        history, t_cccp = self._cccp(run, rng, test, deadline)
         self._set_fitted(run, cv, {"cv": t_cv, "init": t_init, "cccp": t_cccp,
                                    "history": history.seconds}, history)
         return self
@@ -369,7 +372,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         return X, np.ascontiguousarray(y_enc, dtype=np.int64)
 
-    def _select_lambda(self, X, y_enc) -> tuple[float, dict]:
+    def _select_lambda(self, X, y_enc, trial_cache=None) -> tuple[float, dict]:
         """λ: ``lambda_`` (None: 1 / n), or the ``lambda_grid`` multiple of 1 / n with the
         lowest CV error (on ≤ ``cv_max_rows`` rows); the CV's errors and rows."""
         n = X.shape[0]
@@ -383,7 +386,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
         lam_cv, cv["cv_error"] = select_lambda(X_cv, y_cv, grid, folds=self.cv_folds,
-                                               random_state=self.random_state, **params)
+                                               random_state=self.random_state,
+                                               trial_cache=trial_cache, **params)
         cv["cv_rows"] = int(y_cv.size)
         return lam_cv * y_cv.size / n, cv  # the same multiple of 1 / n on all rows
 
@@ -396,12 +400,12 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
                              dtype=np.float64, reset=False)
         return _rows(X_te), np.asarray(y_te)
 
-    def _init_epochs(self, run, rng) -> None:
+    def _init_epochs(self, run, rng, deadline=None) -> None:
         """(1)-(2) of ML3 §4: W^0 by SGD with all latent variables fixed at random values."""
         n = run.n
         chunk = max(1, _CHUNK_ELEMS // (run.n_classes * run.m))
         for _ in range(self.n_init_epochs):
-            check_deadline()
+            check_deadline(deadline)
             run.fold()
             order = rng.permutation(n).astype(np.int64)
             for lo in range(0, n, chunk):
@@ -412,13 +416,13 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             run.epochs += 1
         run.fold()
 
-    def _cccp(self, run, rng, test) -> tuple[History, float]:
+    def _cccp(self, run, rng, test, deadline=None) -> tuple[History, float]:
         """(3) the CCCP iterations (Alg. 1), one SGD epoch each (Alg. 2); their history and
-        seconds (the history's apart)."""
+        seconds (the history's apart); :class:`FitDeadline` at an iteration past ``deadline``."""
         history, seconds = History("iteration"), 0.0
         bar = progress.bar(total=self.n_iter, desc="CCCP", unit="iter")
         for it in range(self.n_iter):
-            check_deadline()
+            check_deadline(deadline)
             tic = time.perf_counter()
             n_viol = run.cccp_epoch(rng, average=self.averaging and it == self.n_iter - 1)
             seconds += time.perf_counter() - tic
@@ -477,11 +481,11 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self._scores(X), axis=1)]
 
 
-def select_lambda(X, y, grid, folds=5, random_state=None, **params):
+def select_lambda(X, y, grid, folds=5, random_state=None, trial_cache=None, **params):
     """Pick lambda_ by stratified k-fold CV error on a training split.
 
     ``params`` are passed to :class:`ML3Classifier` (e.g. n_models, p, n_iter);
-    the folds and every fit share ``random_state``.  Returns
+    the folds and every fit share ``random_state`` (and ``trial_cache``).  Returns
     ``(best_lambda, {lambda: mean CV error})``; ties go to the first grid value.
     (``sklearn.model_selection.GridSearchCV`` over ``lambda_`` works as well.)
     """
@@ -495,7 +499,7 @@ def select_lambda(X, y, grid, folds=5, random_state=None, **params):
         errs = []
         for tr, va in splits:
             clf = ML3Classifier(lambda_=lam, random_state=random_state, **params)
-            clf.fit(X[tr], y[tr])
+            clf.fit(X[tr], y[tr], trial_cache=trial_cache)
             errs.append(np.mean(clf.predict(X[va]) != y[va]))
         errors[float(lam)] = float(np.mean(errs))
     best = min(errors, key=errors.get)

@@ -54,7 +54,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..coding.anchors import fit_anchors
-from ._base import LinearOnFeaturesMixin, linear_scores, store_params
+from ._base import LinearOnFeaturesMixin, TrialCache, linear_scores, store_params
 from ._validation import (
     COUNT,
     FINITE,
@@ -161,12 +161,14 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
     def _fit_features(self, F, y, C, seed):
         return fit_liblinear(F, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
 
-    def fit(self, X, y, eval_set=None):
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
         """Landmarks, (γ, C) by CV when not given, then LIBLINEAR on Φ(X).
 
         ``fit_info_``: timings ("landmarks", "cv", "features": the final map and
         Φ(X_train), "train"), "selected" (gamma, C), "cv_accuracy" (list of
         {gamma, C, accuracy}), "model_size" (n_components, rank, n_weights), "landmarks".
+        ``trial_cache`` (``_base.TrialCache``, a search's trial): the k-means landmarks it
+        shares, its anchor rows.
         """
         validate_params(self)
         X, y = check_fit_data(self, X, y)
@@ -174,8 +176,10 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
         t0 = time.perf_counter()
         landmark_info = {"method": self.landmarks}
         if self.landmarks == "kmeans":
+            cache = TrialCache(memo=False) if trial_cache is None else trial_cache
             self.landmarks_, landmark_info = fit_anchors(X, self.n_components, method="kmeans",
-                                                         random_state=seed)
+                                                         random_state=seed, memo=cache.anchors,
+                                                         rows=cache.anchor_rows)
         t1 = time.perf_counter()
         gammas = ([_scale_gamma(X) * f for f in self.gamma_factors] if self.gamma is None
                   else [float(self.gamma)])

@@ -50,7 +50,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.occ import SVD_METHODS, VARIANTS, as_local_code, fit_bases, occ_codes
-from ._base import store_params
+from ._base import TrialCache, store_params
 from ._validation import (
     COUNT,
     COUNT0,
@@ -165,7 +165,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                                    "per-basis biases only)")
 
     # -------------------------------------------------------------------- fit
-    def fit(self, X, y, eval_set=None):
+    def fit(self, X, y, eval_set=None, *, trial_cache=None):
         """Fit the basis (bases), the codes and the classifier(s).
 
         ``eval_set=(X_test, y_test)`` adds test accuracy to the sgd history.
@@ -173,7 +173,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         basis + encode + build + train), "history" (sgd: one entry per epoch),
         "model_size", "coding" (per basis: requested M, M used, rank, SVD method),
         "solver" (LIBLINEAR: C, loss, memory estimate, subsample; sgd: t0, steps, ...),
-        "cv" (C=None), "notes" (capped M, subsample).
+        "cv" (C=None), "notes" (capped M, subsample).  ``trial_cache``
+        (``_base.TrialCache``, a search's trial; sgd): its deadline and η0 walk.
         """
         validate_params(self)
         variant = self._variant()
@@ -218,7 +219,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         if self.solver == "liblinear":
             self._fit_liblinear(X, y_idx, groups, C, seed_sub, seed_fit, timings, info)
         else:
-            self._fit_sgd(X, y_idx, Y, groups, eval_set, seed_fit, timings, info)
+            self._fit_sgd(X, y_idx, Y, groups, eval_set, seed_fit, timings, info,
+                          TrialCache(memo=False) if trial_cache is None else trial_cache)
         timings["total"] = sum(timings[k] for k in ("basis", "encode", "build", "train"))
         n_params = self.b_.size + self.intercept_.size + (self.W_.size if kron else 0)
         self.fit_info_ = {
@@ -301,7 +303,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             self.intercept_[outs] = b0
         info["solver"] = solver
 
-    def _fit_sgd(self, X, y_idx, Y, groups, eval_set, seed_fit, timings, info):
+    def _fit_sgd(self, X, y_idx, Y, groups, eval_set, seed_fit, timings, info, cache):
         use_W = self.features == "kronecker"
         lam = float(self.lambda_)
         n, D = X.shape
@@ -335,7 +337,7 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                 X, Y_out, code, W, b,
                 SGDOptions(lambda_=lam, epochs=epochs, t0=self.t0, bias_scale=self.bias_scale,
                            skip=self.skip, use_W=use_W, random_state=seed_fit + j),
-                objective=True)
+                objective=True, deadline=cache.deadline, walk=cache.eta0_walk)
             for epoch in training.epochs():
                 if not record or epoch.number == 0:
                     continue

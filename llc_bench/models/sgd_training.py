@@ -139,13 +139,19 @@ class SGDTraining:
     ``info`` (complete once :meth:`epochs` is exhausted): the resolved t0, bias_scale,
     skip, the step count, per-epoch seconds, and with the objective the per-epoch
     objectives and the kept epoch.
+
+    A search's trial (``_base.TrialCache``): ``deadline`` (``time.time()`` scale) raises
+    ``FitDeadline`` before the first epoch that starts past it; ``walk`` is the η0 walk of
+    :func:`calibrate_eta0`.
     """
 
     def __init__(self, X, Y: np.ndarray, code: LocalCode, W: np.ndarray, b: np.ndarray,
                  options: SGDOptions, *,
                  batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
-                 objective: bool = False):
+                 objective: bool = False, deadline: float | None = None,
+                 walk: dict | None = None):
         o = self.o = options
+        self.deadline, self.walk = deadline, walk
         self.X = X.tocsr() if sp.issparse(X) else X
         self.Y, self.code, self.W, self.b, self.track = Y, code, W, b, bool(objective)
         self.anchors = o.anchors if o.learn_anchors else None
@@ -172,7 +178,7 @@ class SGDTraining:
             count, order_rng = self._begin(start)  # a restart sees the same orders
             Wa = anchor_major(self.W, self.w_dtype)  # the kernels' layout; W follows it
             for epoch in range(1, self.o.epochs + 1):
-                check_deadline()
+                check_deadline(self.deadline)
                 tic = time.perf_counter()
                 count = self._pass(Wa, t0, count, order_rng)
                 self.W[...] = Wa.transpose(1, 0, 2)
@@ -204,7 +210,7 @@ class SGDTraining:
             passes=o.calibration_passes or (LEARNED_PASSES if learn else 1),
             exponents=LEARNED_ETA0_EXPONENTS if learn else ETA0_GRID_EXPONENTS,
             random_state=self.seed_calibration, coarse_step=o.calibration_coarse_step,
-            w_dtype=self.w_dtype, **self.kw)
+            w_dtype=self.w_dtype, walk=self.walk, **self.kw)
         return t0, True
 
     def _saved(self) -> tuple:

@@ -26,11 +26,11 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   and from the line through their declared ``cost``); a fit still running at the end of
   the budget is given up at its next SGD epoch or CCCP iteration (then the choice may
   depend on the machine, and ``report_["stopped_by"]`` says ``budget``);
-* lets the trials share what they can (:class:`~llc_bench.models._base.TrialCache`, passed
-  to the ``fit`` of an estimator that takes it): the k-means anchors and neighbour searches
-  of trials with the same m and k, and (``warm_start``) the dual CD duals of a trial that
-  differs in λ only, (``eta0_walk``) an η0 calibration walked from the previous trial's,
-  and (``init_max_iter``) a cap on a trial's dual CD init passes;
+* lets the trials share what they can (one :class:`~llc_bench.models._base.TrialCache` per
+  study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
+  anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
+  dual CD duals of a trial that differs in λ only, (``eta0_walk``) an η0 calibration walked
+  from the previous trial's, and (``init_max_iter``) a cap on a trial's dual CD init passes;
 * leaves out, on two classes, the dimensions marked ``multiclass_only``;
 * keeps the estimator's own setting unless the best beats it by ``keep_default_se``
   standard errors, else (``simpler_se``) takes the trial of least capacity within that many
@@ -45,7 +45,6 @@ takes the estimator's declared space (``conf/search/<name>.yaml`` for its class'
 
 from __future__ import annotations
 
-import contextlib
 import math
 import tempfile
 import time
@@ -589,8 +588,9 @@ class _Objective:
     trial for the run record."""
 
     def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
-                 shared: bool = False):
+                 shared: bool = False, cache=None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
+        self.cache = cache  # a TrialCache handed to the fits that take it
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
@@ -637,7 +637,7 @@ class _Objective:
         from sklearn.base import clone
 
         from llc_bench.experiment.metrics import accuracy
-        from llc_bench.models._base import FitDeadline, fit_deadline
+        from llc_bench.models._base import FitDeadline
 
         t = time.perf_counter()
         self.study, first_fit = trial.study, len(self.fits)
@@ -656,13 +656,14 @@ class _Objective:
                     raise optuna.TrialPruned()
                 t_fit = time.perf_counter()
                 try:  # a fit still running at the deadline is given up (not the first trial)
-                    with fit_deadline(self.deadline if self.complete() else None):
-                        fitted = clone(estimator).fit(X_tr, y_tr)
+                    fitted = clone(estimator).fit(
+                        X_tr, y_tr, **self._cache_kw(type(estimator).fit, self.complete()))
                 except FitDeadline as stop:
                     past = str(stop)
                     trial.study.stop()
                     raise optuna.TrialPruned() from None
-                scores.append(accuracy(y_va, fitted.predict(X_va)))
+                scores.append(accuracy(y_va, fitted.predict(
+                    X_va, **self._cache_kw(type(fitted).predict))))
                 self.fits.append((cost, time.perf_counter() - t_fit))
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
@@ -680,6 +681,15 @@ class _Objective:
                 trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
                 trial.set_user_attr("record", self.records[-1])
         return self.value(scores)
+
+    def _cache_kw(self, method, deadline: bool = False) -> dict:
+        """``trial_cache=`` for a fit or predict that takes it: the study's cache, with its
+        deadline only when ``deadline`` (a trial has completed: the first runs to its end)."""
+        from llc_bench.models._base import takes_trial_cache
+
+        if self.cache is None or not takes_trial_cache(method):
+            return {}
+        return {"trial_cache": self.cache if deadline else self.cache.with_deadline(None)}
 
     def complete(self) -> bool:
         """Whether a trial has been scored on every split (then there is a choice)."""
@@ -751,14 +761,14 @@ def _optimize(study, settings, make, space, parts, deadline,
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None).  ``shared``: other processes run trials on the same study."""
-    from llc_bench.coding.anchors import anchor_memo
-    from llc_bench.coding.local import distance_memo
-    from llc_bench.models.eta0_calibration import eta0_walk
-    from llc_bench.models.kronecker import dual_cd_pass_cap, dual_cd_warm_start
+    from llc_bench.models._base import TrialCache
 
     optuna = _optuna()
-    objective = _Objective(make, space, parts, deadline, shared)
     tune = settings
+    cache = TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
+                       eta0_walk=bool(tune.get("eta0_walk")),
+                       pass_cap=tune.get("init_max_iter"))
+    objective = _Objective(make, space, parts, deadline, shared, cache)
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
@@ -767,13 +777,8 @@ def _optimize(study, settings, make, space, parts, deadline,
         with warnings.catch_warnings():  # "experimental" in optuna 2.x
             warnings.simplefilter("ignore")
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
-    warm = dual_cd_warm_start() if tune.get("warm_start") else contextlib.nullcontext()
-    walk = eta0_walk() if tune.get("eta0_walk") else contextlib.nullcontext()
-    cap = (dual_cd_pass_cap(tune["init_max_iter"]) if tune.get("init_max_iter") is not None
-           else contextlib.nullcontext())
-    with anchor_memo(), distance_memo(), warm, walk, cap:
-        study.optimize(objective, n_trials=None if limit is None else limit,
-                       callbacks=callbacks, catch=CATCH)
+    study.optimize(objective, n_trials=None if limit is None else limit,
+                   callbacks=callbacks, catch=CATCH)
     if patience.stopped:
         return objective.records, "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit

@@ -197,20 +197,48 @@ def test_kmeans_per_class_anchors_are_each_class_own_kmeans(data):
 
 
 def test_distance_memo_returns_copies_of_the_same_neighbours():
-    """Inside ``distance_memo`` the same rows (object), equal anchors and k give what was
-    computed before, as copies (a caller that writes to them changes nothing kept); other
-    anchors or k are searched anew; outside the block nothing is kept."""
-    from llc_bench.coding.local import distance_memo, knn_sq_distances
-
+    """With a ``memo`` the same rows (object), equal anchors and k give what was computed
+    before, as copies (a caller that writes to them changes nothing kept); other anchors
+    or k are searched anew; without one nothing is kept."""
     rng = np.random.default_rng(0)
     X, V = rng.normal(size=(50, 3)), rng.normal(size=(7, 3))
     plain = knn_sq_distances(X, V, 3)
-    with distance_memo():
-        first = knn_sq_distances(X, V, 3)
-        first[1][:] = -1.0
-        again = knn_sq_distances(X, V.copy(), 3)
-        other = knn_sq_distances(X, V + 1.0, 3), knn_sq_distances(X, V, 2)
+    memo: list = []
+    first = knn_sq_distances(X, V, 3, memo=memo)
+    first[1][:] = -1.0
+    again = knn_sq_distances(X, V.copy(), 3, memo=memo)
+    other = knn_sq_distances(X, V + 1.0, 3, memo=memo), knn_sq_distances(X, V, 2, memo=memo)
+    assert len(memo) == 3
     for a, b in zip(plain, again, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(other[1][0], knn_sq_distances(X, V, 2)[0])
     assert not np.array_equal(other[0][1], plain[1])
+
+
+def test_anchor_memo_returns_copies_of_the_same_k_means():
+    """With a ``memo`` the same rows (object), m and rule give the anchors computed before,
+    as copies; another m or another array runs k-means anew; without one nothing is kept."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    plain, info = fit_anchors(X, 5, random_state=0)
+    memo: list = []
+    first, _ = fit_anchors(X, 5, random_state=0, memo=memo)
+    first[:] = 0.0
+    again, again_info = fit_anchors(X, 5, random_state=0, memo=memo)
+    fit_anchors(X, 6, random_state=0, memo=memo)
+    fit_anchors(X.copy(), 5, random_state=0, memo=memo)
+    assert len(memo) == 3
+    np.testing.assert_array_equal(again, plain)
+    assert again_info == info
+
+
+def test_anchor_rows_draw_the_anchors_of_that_many_rows_from_those_rows_only():
+    """``rows=(rows, n)``: the anchors of an n-row array are those of its rows ``rows``, the
+    info says how many; an array of another length is not concerned."""
+    X = np.random.default_rng(1).normal(size=(50, 3))
+    rows = np.arange(0, 50, 2)
+    kept, info = fit_anchors(X, 5, random_state=0, rows=(rows, 50))
+    np.testing.assert_array_equal(kept, fit_anchors(X[rows], 5, random_state=0)[0])
+    assert info["rows"] == 25
+    other, other_info = fit_anchors(X[:40], 5, random_state=0, rows=(rows, 50))
+    np.testing.assert_array_equal(other, fit_anchors(X[:40], 5, random_state=0)[0])
+    assert "rows" not in other_info

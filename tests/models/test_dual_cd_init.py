@@ -234,20 +234,19 @@ def test_dual_cd_kernel_equals_plain_reference(k):
 
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_dual_cd_warm_start_along_the_c_path(n_classes):
-    """Inside ``dual_cd_warm_start`` a problem solved before at another C starts from its
-    duals scaled to the new C: at the default tolerance (what a search's trials use) it
-    stops in fewer passes at about the cold start's objective (2.7-5x fewer here, within
-    0.1 %); the first solve in the block, and any solve outside it, is the cold start."""
-    from llc_bench.models.kronecker import dual_cd_warm_start
-
+    """With a ``warm`` memo (a search's trials: ``TrialCache.warm_duals``) a problem solved
+    before at another C starts from its duals scaled to the new C: at the default tolerance
+    (what a search's trials use) it stops in fewer passes at about the cold start's
+    objective (2.7-5x fewer here, within 0.1 %); the first solve with the memo, and any
+    solve without it, is the cold start."""
     X, y, code, m = _data(n_classes=n_classes)
     kw = dict(random_state=0, solver="dual_cd")
     cold = [liblinear_init(X, code, y, n_classes, m, lam, **kw) for lam in (1e-3, 1.2e-3)]
-    with dual_cd_warm_start():
-        first = liblinear_init(X, code, y, n_classes, m, 1e-3, **kw)
-        warm = liblinear_init(X, code, y, n_classes, m, 1.2e-3, **kw)
-        other = liblinear_init(X, code, 1 - y if n_classes == 2 else (y + 1) % n_classes,
-                               n_classes, m, 1.2e-3, **kw)  # other labels: no warm start
+    memo: dict = {}
+    first = liblinear_init(X, code, y, n_classes, m, 1e-3, warm=memo, **kw)
+    warm = liblinear_init(X, code, y, n_classes, m, 1.2e-3, warm=memo, **kw)
+    other = liblinear_init(X, code, 1 - y if n_classes == 2 else (y + 1) % n_classes,
+                           n_classes, m, 1.2e-3, warm=memo, **kw)  # other labels: cold
     np.testing.assert_array_equal(first[0], cold[0][0])
     np.testing.assert_array_equal(other[0], liblinear_init(
         X, code, 1 - y if n_classes == 2 else (y + 1) % n_classes, n_classes, m, 1.2e-3,
@@ -259,18 +258,15 @@ def test_dual_cd_warm_start_along_the_c_path(n_classes):
     assert abs(f_warm - f_cold) <= 2e-3 * f_cold
 
 
-def test_dual_cd_pass_cap_stops_the_init_early_inside_its_block_only():
-    """Inside ``dual_cd_pass_cap(n)`` (a search's trials) the init stops after at most n
-    passes, says so, and reaches a primal objective no lower than the uncapped one's;
-    outside the block the same problem runs to its tolerance as before."""
-    from llc_bench.models.kronecker import dual_cd_pass_cap
-
+def test_dual_cd_pass_cap_stops_the_init_early_where_given_only():
+    """With ``pass_cap=n`` (a search's trials: ``TrialCache.pass_cap``) the init stops
+    after at most n passes, says so, and reaches a primal objective no lower than the
+    uncapped one's; without it the same problem runs to its tolerance as before."""
     X, y, code, m = _data(n_classes=2)
     kw = dict(random_state=0, solver="dual_cd")
     full = liblinear_init(X, code, y, 2, m, 1e-5, **kw)  # a large C: many passes
     assert sum(full[2]["iterations"]) > 5 and "max_iter" not in full[2]
-    with dual_cd_pass_cap(5):
-        capped = liblinear_init(X, code, y, 2, m, 1e-5, **kw)
+    capped = liblinear_init(X, code, y, 2, m, 1e-5, pass_cap=5, **kw)
     assert capped[2]["iterations"] == [5] and capped[2]["max_iter"] == 5
     assert capped[2]["max_iter_reached"] == 1
     f_full, f_capped = (_primal(X, y, code, m, 1e-5, *r[:2]) for r in (full, capped))

@@ -179,18 +179,19 @@ def test_walk_finds_the_minimum_of_a_unimodal_grid_from_anywhere(start):
     assert len(points) == len(range(max(0, min(start, 9) - 1), min(27, max(start, 9) + 2)))
 
 
-def test_a_walk_after_the_first_calibration_in_an_eta0_walk_block(monkeypatch):
-    """Inside ``eta0_walk`` the first calibration runs coarse-to-fine, the next ones walk
-    from the η0 chosen last on a few points of the same costs and (on this unimodal grid)
-    choose the same η0; outside the block nothing is remembered."""
+def test_a_walk_after_the_first_calibration_with_a_walk_memo(monkeypatch):
+    """With a ``walk`` memo (a search's trials: ``TrialCache.eta0_walk``) the first
+    calibration runs coarse-to-fine, the next ones walk from the η0 chosen last on a few
+    points of the same costs and (on this unimodal grid) choose the same η0; without it
+    nothing is remembered."""
     X, clf, code, Y = _xor_warm_start(seed=5, n=300, d=4, m=6)
     kw = dict(skip=16, bias_scale=0.5, n_sub=200, random_state=3, coarse_step=4)
     alone = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
              for lam in (1e-3, 3e-3)]
     assert all(info["method"] == "warm-start grid" for _, info in alone)
-    with eta0_calibration.eta0_walk():
-        walked = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, **kw)
-                  for lam in (1e-3, 3e-3)]
+    walk: dict = {}
+    walked = [calibrate_eta0(X, Y, code, clf.W_, clf.b_, lambda_=lam, walk=walk, **kw)
+              for lam in (1e-3, 3e-3)]
     assert walked[0] == alone[0]
     t0, info = walked[1]
     assert info["method"].startswith("warm-start grid, walked from ")

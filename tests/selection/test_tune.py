@@ -215,18 +215,19 @@ def test_the_budget_judges_a_trial_by_its_declared_cost(tmp_path, declared):
 
 
 class _Iterating(_Sleeper):
-    """A fit of ``iterations`` steps of 0.02 s, each after ``check_deadline`` as ML3's CCCP
-    iterations and the SGD epochs: as long as ML3's fit at a small lambda (letter: 18.5 s
-    at 5e-6 against 6.9 s at 8e-2, same models), a dimension no cost line sees."""
+    """A fit of ``iterations`` steps of 0.02 s, each after ``check_deadline`` of its trial
+    cache's deadline as ML3's CCCP iterations and the SGD epochs: as long as ML3's fit at a
+    small lambda (letter: 18.5 s at 5e-6 against 6.9 s at 8e-2, same models), a dimension
+    no cost line sees."""
 
     def __init__(self, iterations=3):
         self.iterations = iterations
 
-    def fit(self, X, y):
-        from llc_bench.models._base import check_deadline
+    def fit(self, X, y, *, trial_cache=None):
+        from llc_bench.models import _base
 
         for _ in range(self.iterations):
-            check_deadline()
+            _base.check_deadline(trial_cache.deadline)
             time.sleep(0.02)
         self.classes_ = np.unique(y)
         return self
@@ -241,12 +242,10 @@ def test_a_fit_running_at_the_end_of_the_budget_is_given_up(tmp_path, monkeypatc
     """After fits of 0.06 s, a trial whose fits take 1.2 s starts with 1 s of budget left
     in the worst case: given up at its next iteration past the deadline (pruned, its record
     says so), the study ends within 20 % of the budget; waited for, it does not."""
-    import contextlib
-
     from llc_bench.models import _base
 
     if not stopped:
-        monkeypatch.setattr(_base, "fit_deadline", lambda deadline: contextlib.nullcontext())
+        monkeypatch.setattr(_base, "check_deadline", lambda deadline: None)
     X, y = _xor(600, 0)
     config = prepare_config(compose_run(
         "model=llsvm", "dataset=xor", "tune=on", "tune.trials=null", "tune.budget_s=1",
@@ -258,17 +257,18 @@ def test_a_fit_running_at_the_end_of_the_budget_is_given_up(tmp_path, monkeypatc
     assert len(given_up) == stopped and all(t["folds_scored"] == 0 for t in given_up)
 
 
-def test_fits_stop_at_a_passed_deadline_and_only_inside_its_block():
-    from llc_bench.models import LLSVMClassifier, ML3Classifier
-    from llc_bench.models._base import FitDeadline, fit_deadline
+def test_fits_stop_at_a_passed_deadline_of_their_trial_cache_only():
+    from llc_bench.models import LLSVMClassifier, ML3Classifier, OCCClassifier
+    from llc_bench.models._base import FitDeadline, TrialCache
 
     X, y = _xor(200, 0)
     for model in (ML3Classifier(n_models=2, lambda_=1e-3, n_iter=3, random_state=0),
-                  LLSVMClassifier(n_anchors=4, k=2, lambda_=1e-3, epochs=2, random_state=0)):
-        with fit_deadline(time.time() - 1), pytest.raises(FitDeadline, match="past the deadline"):
-            model.fit(X, y)
-        with fit_deadline(None):
-            model.fit(X, y)
+                  LLSVMClassifier(n_anchors=4, k=2, lambda_=1e-3, epochs=2, random_state=0),
+                  OCCClassifier(solver="sgd", n_basis=2, lambda_=1e-3, epochs=2,
+                                random_state=0)):
+        with pytest.raises(FitDeadline, match="past the deadline"):
+            model.fit(X, y, trial_cache=TrialCache(deadline=time.time() - 1))
+        model.fit(X, y, trial_cache=TrialCache(deadline=None))
         assert model.fit(X, y).score(X, y) > 0.5
 
 
@@ -668,8 +668,8 @@ def test_trials_that_differ_in_lambda_share_the_neighbours_and_warm_start_the_in
     monkeypatch.setattr(local, "_knn_sq_distances", lambda *a: searches.append(1)
                         or real_search(*a))
 
-    def init(*args):
-        out = real_init(*args)
+    def init(*args, **kwargs):
+        out = real_init(*args, **kwargs)
         warm.append("warm_start_from_C" in out[2])
         return out
 
@@ -689,6 +689,34 @@ def test_trials_that_differ_in_lambda_share_the_neighbours_and_warm_start_the_in
         assert report["n_complete"] >= 2 and report["n_trials"] == 4
         assert len(searches) == 2 * 5  # 5 folds' training and validation rows, once each
         assert any(warm) is expect_warm and warm[0] is False
+
+
+def test_the_trials_memos_save_k_means_and_change_no_number(tmp_path, monkeypatch):
+    """The trial cache's anchors and neighbour-search memos: a selection chooses the same
+    trials with the same validation accuracies as one whose fits get no cache at all, and
+    runs k-means once per fold for trials of the same m and rule instead of once per fit."""
+    from sklearn.cluster import KMeans
+
+    from llc_bench.selection import tune
+
+    kmeans, real = [], KMeans.fit
+    monkeypatch.setattr(KMeans, "fit", lambda self, *a, **k: kmeans.append(1)
+                        or real(self, *a, **k))
+    X, y = _xor(300, 0)
+    config = prepare_config(compose_run(
+        "model=llsvm", "dataset=xor", "tune=on", "tune.trials=5", "tune.budget_s=null",
+        "tune.warm_start=false", "tune.eta0_walk=false", "tune.init_max_iter=null",
+        "coding.n_anchors=8", tmp_path=tmp_path), fixed=("coding.n_anchors",))
+    runs = []
+    for cached in (True, False):
+        kmeans.clear()
+        if not cached:
+            monkeypatch.setattr(tune._Objective, "_cache_kw", lambda *a, **k: {})
+        chosen, report = select(config, X, np.where(y, 1, -1), build_estimator)
+        runs.append((chosen, [(t["params"], t["score"], t["folds_scored"])
+                              for t in report["trials"]], len(kmeans)))
+    assert runs[0][:2] == runs[1][:2]
+    assert runs[0][2] == 5 < runs[1][2]  # 5 folds' training rows, k-means once each
 
 
 def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
@@ -732,8 +760,8 @@ def test_the_trials_init_pass_cap_leaves_the_fit_of_the_choice_alone(tmp_path, m
     caps = []
     real = kronecker._dual_cd_init
 
-    def init(*args):
-        out = real(*args)
+    def init(*args, **kwargs):
+        out = real(*args, **kwargs)
         caps.append(out[2].get("max_iter"))
         return out
 
@@ -817,7 +845,7 @@ def test_the_fit_of_a_held_out_choice_keeps_its_trials_anchors(tmp_path):
     and W from all rows; k-fold, or false, leaves k-means on all rows."""
     from sklearn.base import clone
 
-    from llc_bench.coding.anchors import anchors_from_rows
+    from llc_bench.models._base import TrialCache
     from llc_bench.selection.tune import trial_rows
 
     X, y = _xor(300, 0)
@@ -827,8 +855,7 @@ def test_the_fit_of_a_held_out_choice_keeps_its_trials_anchors(tmp_path):
     rows = trial_rows(config, X, y)
     assert len(rows) == 225 and len(set(rows.tolist())) == 225
     estimator = build_estimator(config)
-    with anchors_from_rows(rows, len(y)):
-        estimator.fit(X, y)
+    estimator.fit(X, y, trial_cache=TrialCache(memo=False, anchor_rows=(rows, len(y))))
     trial = clone(estimator).fit(X[rows], y[rows])
     everything = clone(estimator).fit(X, y)
     np.testing.assert_array_equal(estimator.anchors_, trial.anchors_)
