@@ -203,21 +203,36 @@ def _fixed_keys(hc) -> tuple:
 CHOICE_GROUPS = ("dataset", "model", "coding", "trainer", "tune", "search")
 
 
+def searchpath_dirs(argv: list[str]) -> list[str]:
+    """The directories of ``hydra.searchpath=[file://DIR,...]`` on the command line (a
+    user's own config dirs: their group files are choices too)."""
+    dirs = []
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+") == "hydra.searchpath":
+            for entry in value.strip("[]").split(","):
+                entry = entry.strip().strip("'\"")
+                if entry.startswith("file://"):
+                    dirs.append(entry.removeprefix("file://"))
+    return dirs
+
+
 def check_choices(argv: list[str]) -> None:
     """Every config-group choice of the command line exists, each value of a sweep list
     (``model=linear,nosuch,llsvm``) included: one error that names all the bad ones, before
     any job runs."""
     from importlib.resources import files
 
-    conf = files("llc_bench.conf")
+    confs = [files("llc_bench.conf"), *(Path(d) for d in searchpath_dirs(argv))]
     bad = []
     for arg in argv:
         key, sep, value = arg.partition("=")
         group = key.lstrip("+~")
         if not sep or group not in CHOICE_GROUPS or any(c in value for c in "()[]{}$*"):
             continue  # not a plain choice (sweep functions, interpolations: Hydra checks)
-        known = sorted(p.name[:-5] for p in (conf / group).iterdir()
-                       if p.name.endswith(".yaml") and not p.name.startswith("_"))
+        known = sorted({p.name[:-5] for conf in confs if (conf / group).is_dir()
+                        for p in (conf / group).iterdir()
+                        if p.name.endswith(".yaml") and not p.name.startswith("_")})
         for name in (v.strip().strip("'\"") for v in value.split(",")):
             if name and name not in known:
                 bad.append(f"{group}={name}{did_you_mean(name, known)}")

@@ -9,6 +9,10 @@ def _model_file_parser(command: str, description: str):
     """The parser of a command on a kept model: its first argument is the model file."""
     parser = command_parser(command, description)
     parser.add_argument("model", help="a model file (.llcm)")
+    parser.add_argument("--config-dir", action="append", default=[], metavar="DIR",
+                        help="a config dir of your own (as given to hydra.searchpath) whose "
+                        "trainer/ and coding/ files name your classes as _target_: a model "
+                        "file may then hold them (repeatable)")
     return parser
 
 
@@ -26,7 +30,8 @@ def predict_command(argv: list[str]) -> None:
     parser.add_argument("--out", help="write the predictions here (CSV; default, or -: "
                         "stdout)")
     args = parser.parse_args(argv)
-    predict_file(args.model, args.data, out=args.out, echo=print)
+    predict_file(args.model, args.data, out=args.out, echo=print,
+                 config_dirs=args.config_dir)
 
 
 def export_command(argv: list[str]) -> None:
@@ -39,4 +44,4 @@ def export_command(argv: list[str]) -> None:
     parser = _model_file_parser("export", export_command.__doc__)
     parser.add_argument("--onnx", required=True, help="the ONNX file to write")
     args = parser.parse_args(argv)
-    print(f"wrote {export_onnx(args.model, args.onnx, echo=print)}")
+    print(f"wrote {export_onnx(args.model, args.onnx, echo=print, config_dirs=args.config_dir)}")

@@ -57,14 +57,17 @@ kernel in ``models/_sgd_kernel.py`` computes the same expressions for the
 :attr:`LocalCoding.kernel_kind` a coding names, with the arguments of
 :meth:`LocalCoding.kernel_args`.
 
-A new coding is one subclass of :class:`LocalCoding` here (its ``options``, its weights,
-and for learned anchors its kernel kind and gradient factors) registered in
-:data:`CODINGS`, plus one ``conf/coding/`` file; codings with a dense output can return
-k = m, and variable-k codings (adaptive_knn's k*) pad their rows with zero weights.
+A new coding is one subclass of :class:`LocalCoding` (its ``name``, its ``options``, its
+weights, for ONNX export its ``onnx_weights``, and for learned anchors its kernel kind and
+gradient factors), in any module, plus one ``conf/coding/`` file naming it as ``_target_``:
+:data:`CODINGS` is every subclass with a name (a subclass registers by being imported; the
+runner imports the ``_target_`` of the coding a run names).  Codings with a dense output can
+return k = m, and variable-k codings (adaptive_knn's k*) pad their rows with zero weights.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,6 +214,14 @@ class LocalCoding:
                               f"({', '.join(LEARNABLE_CODINGS)}), got {self.name!r}")
         return self.kernel_kind, float(self.kernel_param()), int(self.k)
 
+    def onnx_weights(self, g, d: str, *, k: int, xx: str, idx: str, anchors) -> str:
+        """The ONNX nodes (``serving.onnx_export``'s graph ``g``) of the weights before they
+        are normalised to sum 1, from ``d`` (n, k): the squared distances of the k nearest
+        anchors, ascending and clipped at 0; ``xx`` ||x||² (n, 1), ``idx`` the anchors'
+        indices (n, k), ``anchors`` the (m, D) array.  Returns the output's name."""
+        raise ConfigError(f"ONNX export of the {self.name!r} coding is not implemented "
+                          "(its class has no onnx_weights)")
+
     def gradient_factors(self, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(γ, g) for one sample's squared distances ``d`` (k,) to its nearest anchors:
         the weights and the factors of ∂f/∂v_j = g_j (h_j - f)(x - v_j)."""
@@ -263,6 +274,19 @@ class InverseDistanceCoding(LocalCoding):
 
     def params(self):
         return {**super().params(), "power": self.power}
+
+    def onnx_weights(self, g, d, *, k, xx, idx, anchors):
+        vv = np.einsum("ij,ij->i", anchors, anchors)
+        scale = g.op("Add", [xx, g.op("Gather", [g.const("vv_flat", vv), idx], "vv_idx")],
+                     "hit_scale")
+        hit = g.op("LessOrEqual", [d, g.op("Mul", [scale, g.const("rtol", HIT_RTOL)],
+                                           "tol")], "hit")
+        inv = g.op("Pow", [d, g.const("minus_half_p", -0.5 * self.power)], "inv")
+        w0 = g.op("Where", [hit, g.const("zero_b", 0.0), inv], "w0")
+        hitf = g.op("Cast", [hit], "hitf", to=g.DOUBLE)
+        any_hit = g.op("ReduceMax", [hitf, g.axes(1)], "any_hit", keepdims=1)
+        return g.op("Where", [g.op("Cast", [any_hit], "any_hit_b", to=g.BOOL), hitf, w0],
+                    "w_raw")
 
 
 class SoftKNNCoding(LocalCoding):
@@ -323,6 +347,12 @@ class SoftKNNCoding(LocalCoding):
         d = np.asarray(d, dtype=np.float64)[None, :]
         gam = self.weights_from_sq_distances(d, d)[0]
         return gam, 2.0 * self.beta_ * gam  # SAPL eq. (13)-(16)
+
+    def onnx_weights(self, g, d, *, k, xx, idx, anchors):
+        d_min = g.op("ReduceMin", [d, g.axes(1)], "d_min", keepdims=1)
+        shifted = g.op("Mul", [g.op("Sub", [d, d_min], "dd"),
+                               g.const("minus_beta", -self.beta_)], "bd")
+        return g.op("Exp", [shifted], "w_raw")
 
 
 def adaptive_knn_weights(d: np.ndarray, mu: float):
@@ -391,6 +421,40 @@ class AdaptiveKNNCoding(LocalCoding):
         gam = w[0]
         return gam, np.where(gam > 0, 2.0 * self.mu / norm[0], 0.0)  # JO eq. (22), λ frozen
 
+    def onnx_weights(self, g, d, *, k, xx, idx, anchors):
+        """LLC-JO Alg. 1 on the k sorted squared distances (``adaptive_knn_weights``): λ_k
+        for every k by CumSum, k* = 1 + the leading run of λ_k > η_{k+1}, γ ∝ λ_{k*} - η
+        over the first k*."""
+        first = g.op("Slice", [d, g.axes(0), g.axes(1), g.axes(1)], "d_first")
+        eta = g.op("Mul", [g.op("Sub", [d, first], "d_shift"), g.const("mu", self.mu)], "eta")
+        ks = g.const("ks", np.arange(1, k + 1, dtype=np.float64)[None, :])
+        one = g.const("axis_k", np.array(1, dtype=np.int64))
+        s1 = g.op("CumSum", [eta, one], "s1")
+        s2 = g.op("CumSum", [g.op("Mul", [eta, eta], "eta2"), one], "s2")
+        inner = g.op("Sub", [g.op("Add", [ks, g.op("Mul", [s1, s1], "s1s1")], "k_s1s1"),
+                             g.op("Mul", [ks, s2], "k_s2")], "disc")
+        root = g.op("Sqrt", [g.op("Max", [inner, g.const("zero", 0.0)], "disc0")], "root")
+        lam_k = g.op("Div", [g.op("Add", [s1, root], "s1_root"), ks], "lam_k")   # JO eq. 21
+        if k == 1:
+            k_star = g.const("k_star1", np.ones((1, 1)))
+        else:
+            head = g.op("Slice", [lam_k, g.axes(0), g.axes(k - 1), g.axes(1)], "lam_head")
+            tail = g.op("Slice", [eta, g.axes(1), g.axes(k), g.axes(1)], "eta_tail")
+            stop = g.op("Cast", [g.op("Not", [g.op("Greater", [head, tail], "grow")], "halt")],
+                        "halt_f", to=g.DOUBLE)
+            leading = g.op("Cast", [g.op("Equal", [g.op("CumSum", [stop, one], "halts"),
+                                                   g.const("zero_h", 0.0)], "lead")],
+                           "lead_f", to=g.DOUBLE)            # 1 while λ_k > η_{k+1} so far
+            k_star = g.op("Add", [g.op("ReduceSum", [leading, g.axes(1)], "n_lead",
+                                       keepdims=1), g.const("one_f", 1.0)], "k_star")
+        pick = g.op("Cast", [g.op("Sub", [k_star, g.const("one_k", 1.0)], "k_star0")], "k_idx",
+                    to=g.INT64)
+        lam = g.op("GatherElements", [lam_k, pick], "lam", axis=1)
+        active = g.op("LessOrEqual", [ks, k_star], "active")
+        raw = g.op("Max", [g.op("Sub", [lam, eta], "lam_eta"), g.const("zero_w", 0.0)],
+                   "w_pos")
+        return g.op("Where", [active, raw, g.const("zero_a", 0.0)], "w_raw")    # JO eq. 19
+
 
 def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
     """∂f/∂v_j (k, D) for one sample and one output, λ frozen for adaptive_knn.
@@ -404,15 +468,76 @@ def anchor_gradient(coding: LocalCoding, x, V_active, d, h) -> np.ndarray:
     return coef[:, None] * (x[None, :] - V_active)
 
 
-#: name -> class; later codings (occ_global, occ_class) register here.
-CODINGS: dict[str, type[LocalCoding]] = {
-    InverseDistanceCoding.name: InverseDistanceCoding,
-    SoftKNNCoding.name: SoftKNNCoding,
-    AdaptiveKNNCoding.name: AdaptiveKNNCoding,
-}
+def _subclasses(cls) -> list[type[LocalCoding]]:
+    """Every subclass of ``cls`` imported so far, depth first."""
+    out = []
+    for sub in cls.__subclasses__():
+        out += [sub, *_subclasses(sub)]
+    return out
+
+
+class _Codings(Mapping):
+    """name -> class of every :class:`LocalCoding` subclass with a ``name`` imported so far
+    (read when used: a coding a run's config names registers when the runner imports it)."""
+
+    def _now(self) -> dict[str, type[LocalCoding]]:
+        out = {}
+        for cls in _subclasses(LocalCoding):
+            if cls.__dict__.get("name") not in (None, "base"):
+                out.setdefault(cls.name, cls)
+        return out
+
+    def __getitem__(self, name):
+        return self._now()[name]
+
+    def __iter__(self):
+        return iter(self._now())
+
+    def __len__(self):
+        return len(self._now())
+
+    def __repr__(self):
+        return repr(self._now())
+
+
+class _Names(Set, Sequence):
+    """The names of the codings that ``keep`` accepts, as they are when read (a tuple's
+    look: ``in``, iteration, ``join``, repr)."""
+
+    def __init__(self, keep):
+        self._keep = keep
+
+    @classmethod
+    def _from_iterable(cls, items):  # set operations give plain sets
+        return frozenset(items)
+
+    def _now(self) -> tuple[str, ...]:
+        return tuple(name for name, cls in CODINGS.items() if self._keep(cls))
+
+    def __contains__(self, name):
+        return name in self._now()
+
+    def __iter__(self):
+        return iter(self._now())
+
+    def __len__(self):
+        return len(self._now())
+
+    def __getitem__(self, i):
+        return self._now()[i]
+
+    def __repr__(self):
+        return repr(self._now())
+
+
+#: name -> class, of every coding class imported (see the module's docstring).
+CODINGS: Mapping[str, type[LocalCoding]] = _Codings()
+
+#: The names of the codings (for a parameter's constraint: ``StrOptions(CODING_NAMES)``).
+CODING_NAMES = _Names(lambda cls: True)
 
 #: Codings with a closed-form anchor gradient (``learn_anchors``).
-LEARNABLE_CODINGS = tuple(name for name, cls in CODINGS.items() if cls.kernel_kind is not None)
+LEARNABLE_CODINGS = _Names(lambda cls: cls.kernel_kind is not None)
 
 
 def make_coding(name: str, k: int = 8, **options) -> LocalCoding:

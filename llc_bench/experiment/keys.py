@@ -57,7 +57,7 @@ def group_keys() -> dict:
     for group, keys in run_schema().items():
         for key in keys or ():
             where.setdefault(key, group)
-    for key in ("name", "defaults"):
+    for key in ("name", "defaults", "_target_"):
         where.pop(key, None)
     return where
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as dt
-import importlib
 import math
 import re
 import shutil
@@ -26,7 +25,8 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from llc_bench import progress
+from llc_bench import progress, targets
+from llc_bench.coding.local import LocalCoding
 from llc_bench.data.rows import RowSource
 from llc_bench.data.stream import pin_identity, streams_training_rows
 from llc_bench.errors import ConfigError, FitError, LLCBenchWarning, ResultsError
@@ -46,32 +46,48 @@ from llc_bench.selection.selection import grid_edges
 from llc_bench.store.costs import kernel_cv_note
 from llc_bench.store.results import ResultsStore, config_hash
 
-# trainer.name -> "module:Class".  Imported only when a run names it.
-ESTIMATORS = {
-    "liblinear": "llc_bench.models.linear:LinearSVMClassifier",
-    "libsvm": "llc_bench.models.kernel:KernelSVMClassifier",
-    "llc_sgd": "llc_bench.models.llsvm:LLSVMClassifier",
-    "ml3_cccp": "llc_bench.models.ml3:ML3Classifier",
-    "occ": "llc_bench.models.occ:OCCClassifier",
-    "svm_knn": "llc_bench.models.svm_knn:SVMKNNClassifier",
-    "csvm": "llc_bench.models.csvm:ClusteredSVMClassifier",
-    "ldkl": "llc_bench.models.ldkl:LDKLClassifier",
-    "lcc_linear": "llc_bench.models.lcc_linear:LCCLinearSVMClassifier",
-    "lcc_lasso": "llc_bench.models.lcc_lasso:LCCLassoSVMClassifier",
-    "nystroem": "llc_bench.models.nystroem:NystroemSVMClassifier",
-}
+# trainer.name -> "module.Class": the ``_target_`` of each conf/trainer/*.yaml the package
+# ships (``llc_bench.targets``); a run's own config names its class as ``trainer._target_``.
+ESTIMATORS = targets.shipped("trainer")
 
-# Codings that a trainer implements itself: the coding group's keys (but not its name)
-# become constructor arguments, with no ``coding`` argument.
-BUILT_IN_CODINGS = {"ml3_cccp": "latent", "lcc_linear": "llc", "lcc_lasso": "lcc"}
+# Codings that a trainer implements itself (the coding file's ``_target_`` is the trainer's
+# estimator): the coding group's keys (but not its name) become constructor arguments, with
+# no ``coding`` argument.
+BUILT_IN_CODINGS = {trainer: coding for coding, made_by in targets.shipped("coding").items()
+                    for trainer, target in ESTIMATORS.items() if made_by == target}
 
 
-def estimator_class(name: str) -> type:
-    """The estimator class of ``trainer.name`` (a ConfigError if unknown)."""
-    if name not in ESTIMATORS:
-        raise ConfigError(f"trainer.name={name!r} is not one of {sorted(ESTIMATORS)}")
-    module, _, attr = ESTIMATORS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+def estimator_class(trainer) -> type:
+    """The estimator class of a ``trainer`` config (its ``_target_``, else the shipped
+    trainer of its ``name``), or of a trainer name; a ConfigError if unknown or not a
+    scikit-learn estimator."""
+    from sklearn.base import BaseEstimator
+
+    trainer = trainer if isinstance(trainer, Mapping) else {"name": trainer}
+    target, name = trainer.get(targets.KEY), trainer.get("name")
+    if target is None:
+        if name not in ESTIMATORS:
+            raise ConfigError(f"trainer.name={name!r} is not one of {sorted(ESTIMATORS)}")
+        target = ESTIMATORS[name]
+    cls = targets.import_class(target, f"trainer.{targets.KEY}")
+    if not (issubclass(cls, BaseEstimator) and callable(getattr(cls, "fit", None))):
+        raise ConfigError(f"trainer.{targets.KEY}={target}: {cls.__name__} is not a "
+                          "scikit-learn estimator (a subclass of sklearn.base.BaseEstimator "
+                          "with a fit method)")
+    return cls
+
+
+def _coding_class(coding: Mapping, name: str) -> type | None:
+    """The class ``coding._target_`` (else the shipped coding ``name``) names, None for
+    none; a local coding's class must carry that name (``LocalCoding.name``)."""
+    target = coding.get(targets.KEY) or targets.shipped("coding").get(name)
+    if target is None:
+        return None
+    cls = targets.import_class(target, f"coding.{targets.KEY}")
+    if issubclass(cls, LocalCoding) and cls.name != name:
+        raise ConfigError(f"coding.{targets.KEY}={target}: the class computes the coding "
+                          f"{cls.name!r}, not coding.name={name!r}")
+    return cls
 
 
 def _show(value) -> str:
@@ -114,12 +130,15 @@ def build_estimator(config: Mapping):
     """The estimator a resolved run config describes (``trainer`` + ``coding`` + ``seed``)."""
     trainer = dict(config["trainer"])
     coding = dict(config.get("coding") or {"name": "none"})
+    cls = estimator_class(trainer)
     name = trainer.pop("name", None)
-    cls = estimator_class(name)
+    trainer.pop(targets.KEY, None)
     known = set(cls().get_params())
     kwargs = {}
     coding_name = coding.pop("name", "none")
-    if coding_name == BUILT_IN_CODINGS.get(name):
+    coding_cls = _coding_class(coding, coding_name)  # a local coding registers on import
+    coding.pop(targets.KEY, None)
+    if coding_cls is cls:  # a coding the estimator computes itself
         kwargs.update(coding)
     elif coding_name != "none":
         if "coding" not in known:
@@ -488,7 +507,8 @@ def _fit(config, ds, estimator, jit: dict, echo) -> tuple:
     progress.phase("fit", (config.get("model") or {}).get("name"))
     with jit_compile_timer(jit, "jit_compile_train"):
         t0 = time.perf_counter()
-        estimator.fit(ds.X_train, ds.y_train, eval_set=eval_set, **refit)
+        monitor = {} if eval_set is None else {"eval_set": eval_set}  # a plain estimator's
+        estimator.fit(ds.X_train, ds.y_train, **monitor, **refit)   # fit takes none
         train_seconds = time.perf_counter() - t0
     return estimator, tuned, train_seconds
 

@@ -79,9 +79,30 @@ def augment(X, clusters, n_clusters, lambda_, bias=1.0):
 class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, ClassifierMixin,
                              BaseEstimator):
     """Clustered SVM (Gu & Han, AISTATS 2013): k-means + one LIBLINEAR problem on the
-    augmented features.  ``C=None`` chooses C by ``cv_folds``-fold CV over ``C_grid``
-    (on a stratified subsample of ``cv_max_rows`` rows when given; the final fit uses all);
-    ``tol`` is LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``)."""
+    augmented features.
+
+    Parameters
+    ----------
+    n_clusters : int, default 8
+        L, the k-means clusters (scikit-learn ``KMeans``, seeded by ``random_state``).
+    lambda_ : float, default 1.0
+        The global regulariser λ: large = independent cluster SVMs, small = one global SVM.
+    C : float or None, default None
+        LIBLINEAR's C; None chooses it by ``cv_folds``-fold CV over ``C_grid``.
+    cv_folds : int, default 5
+        Folds of that cross-validation (stratified).
+    C_grid : sequence of float
+        The values of C the cross-validation chooses from.
+    cv_max_rows : int or None, default None
+        Run the CV on a stratified subsample of this many rows (the final fit uses all).
+    bias : float, default 1.0
+        Constant feature appended before augmenting: per-cluster tied intercepts.
+    tol : float or None, default None
+        LIBLINEAR's ``-e`` (None: its default, 0.1 for ``-s 3``).
+    kmeans_max_iter : int, default 300
+        k-means iterations at most.
+    random_state : int, default 0
+        Seeds k-means, the CV folds and LIBLINEAR."""
 
     #: the declared search space (conf/search/csvm.yaml) SearchCV takes by default
     search_space = "csvm"

@@ -41,11 +41,31 @@ def _scale_gamma(X) -> float:
 
 
 class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
-    """RBF kernel SVM.  ``C=None`` / ``gamma=None`` choose them by ``cv_folds``-fold
-    cross-validation over ``C_grid`` x ``gamma_factors`` (multiples of
-    1 / (D · Var(X))) on the training data.  A number for ``gamma`` is used as is.
-    ``cv_max_rows`` runs the CV on a stratified subsample of at most that many rows
-    (the final fit uses all rows)."""
+    """RBF kernel SVM (LIBSVM through scikit-learn's ``SVC``).
+
+    Parameters
+    ----------
+    C : float or None, default None
+        The SVM's C; None chooses it (with ``gamma``) by ``cv_folds``-fold
+        cross-validation over ``C_grid`` x ``gamma_factors`` on the training data.
+    gamma : float or None, default None
+        The RBF γ, used as is; None chooses it by that cross-validation.
+    cv_folds : int, default 5
+        Folds of that cross-validation (stratified).
+    C_grid : sequence of float
+        The values of C the cross-validation chooses from.
+    gamma_factors : sequence of float
+        The values of γ it chooses from, in units of 1 / (D · Var(X)).
+    cv_max_rows : int or None, default None
+        Run the CV on a stratified subsample of at most this many rows (the final fit
+        uses all rows).
+    cache_size : float, default 1000
+        MB of LIBSVM's kernel cache.
+    tol : float, default 1e-3
+        LIBSVM's stopping tolerance.
+    random_state : int, default 0
+        Seeds the CV subsample and folds.
+    """
 
     #: the declared search space (conf/search/kernel.yaml) SearchCV takes by default
     search_space = "kernel"

@@ -69,6 +69,10 @@ class LCCLinearSVMClassifier(CodedLinearSVM):
     anchor_method : {"kmeans", "random_per_class", "kmeans_per_class"}
     C : float or None
         LIBLINEAR's C; None chooses it by ``cv_folds``-fold CV over ``C_grid``.
+    C_grid : sequence of float
+        The values of C the cross-validation chooses from.
+    cv_folds : int, default 5
+        Folds of that cross-validation (stratified).
     solver : {"l2_hinge", "l2_squared_hinge", "crammer_singer", "logistic"}
     bias : float
         LIBLINEAR ``-B`` (<= 0: none, the pure f = wᵀγ(x)).

@@ -176,12 +176,33 @@ class _BatchStream:
 class LDKLClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     """Local Deep Kernel Learning (Jose et al., ICML 2013): see the module docstring.
 
-    ``depth`` D (M = 2^(D+1) - 1 nodes, D + 1 evaluated per test point), regularisers
-    ``lambda_w``, ``lambda_theta``, ``lambda_theta_prime``, local tanh sharpness
-    ``sigma``, ``n_iter`` SGD iterations of ``batch_size`` rows (None: ⌊√N⌋), gate
-    sharpness s = ``gate_scale`` / mean|θᵀx̃| · 2^(``anneal_doublings`` · t / T),
-    recomputed every ``gate_every`` iterations.  ``history``: objective and accuracies
-    at every tenth of the iterations (with ``eval_set``, test accuracy too).
+    Parameters
+    ----------
+    depth : int, default 3
+        The tree depth D: M = 2^(D+1) - 1 nodes, D + 1 evaluated per test point.
+    lambda_w : float, default 0.1
+        Regulariser of the node classifiers W.
+    lambda_theta : float, default 0.01
+        Regulariser of the gating vectors θ (internal nodes).
+    lambda_theta_prime : float, default 0.01
+        Regulariser of the local embeddings θ'.
+    sigma : float, default 1.0
+        Sharpness of the local tanh(σ θ'ᵀx̃).
+    n_iter : int, default 15000
+        SGD iterations T.
+    batch_size : int or None, default None
+        Rows per iteration (None: ⌊√N⌋).
+    gate_scale : float, default 0.1
+        Gate sharpness s = gate_scale / mean|θᵀx̃| · 2^(anneal_doublings · t / T) ...
+    anneal_doublings : float, default 10.0
+        ... so soft gates at the start anneal to hard routing.
+    gate_every : int, default 100
+        Iterations between two recomputations of s.
+    history : bool, default True
+        Objective and accuracies at every tenth of the iterations (with ``eval_set``,
+        test accuracy too).
+    random_state : int, default 0
+        Seeds the initialisation and the batches.
     """
 
     #: the declared search space (conf/search/ldkl.yaml) SearchCV takes by default

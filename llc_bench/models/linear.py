@@ -71,12 +71,24 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
                           BaseEstimator):
     """Linear SVM trained by LIBLINEAR (Fan et al., 2008).
 
-    ``C=None`` chooses C by ``cv_folds``-fold cross-validation over ``C_grid``
-    on the training data (the papers' protocol); ``cv_max_rows`` runs that CV on a
-    stratified subsample of at most that many rows (the final fit uses all rows).
-    ``solver="l2_hinge"`` is ``-s 3`` (one-vs-rest for multi-class); ``"crammer_singer"``
-    is ``-s 4``.
-    LIBLINEAR's bias feature (``-B bias``) is regularised like the weights.
+    Parameters
+    ----------
+    C : float or None, default None
+        LIBLINEAR's C; None chooses it by ``cv_folds``-fold cross-validation over
+        ``C_grid`` on the training data (the papers' protocol).
+    solver : {"l2_hinge", "crammer_singer"}, default "l2_hinge"
+        ``-s 3`` (one-vs-rest for multi-class) or ``-s 4`` (Crammer & Singer).
+    cv_folds : int, default 5
+        Folds of that cross-validation (stratified).
+    C_grid : sequence of float
+        The values of C the cross-validation chooses from.
+    cv_max_rows : int or None, default None
+        Run the CV on a stratified subsample of at most this many rows (the final fit
+        uses all rows).
+    bias : float, default 1.0
+        LIBLINEAR's bias feature (``-B bias``), regularised like the weights.
+    random_state : int, default 0
+        Seeds the CV folds and LIBLINEAR's shuffling.
     """
 
     #: the declared search space (conf/search/linear.yaml) SearchCV takes by default

@@ -67,12 +67,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import progress
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from ..coding.local import (
+    CODING_NAMES,
     CODINGS,
     LEARNABLE_CODINGS,
-    AdaptiveKNNCoding,
-    InverseDistanceCoding,
     LocalCode,
-    SoftKNNCoding,
     coding_from_params,
 )
 from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
@@ -200,7 +198,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     supports_streaming = True
 
     _parameter_constraints = {
-        "n_anchors": [COUNT], "k": [COUNT], "coding": [StrOptions(set(CODINGS))],
+        "n_anchors": [COUNT], "k": [COUNT], "coding": [StrOptions(CODING_NAMES)],
         "beta": [POSITIVE, StrOptions({"auto"})], "beta_scale": [POSITIVE, None],
         "power": [POSITIVE],
         "anchor_method": [StrOptions(set(ANCHOR_METHODS))], "lambda_": [REGULARISATION],
@@ -500,7 +498,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
     def _fitted_layout(self) -> dict:
         """The fitted attributes and their shapes, checked when a model file is read
         (``model_files.check_fitted`` reads the spec language)."""
-        codings = (InverseDistanceCoding, SoftKNNCoding, AdaptiveKNNCoding)
+        codings = tuple(CODINGS.values())
         return {"anchors_": "anchors features", "W_": "outputs anchors features",
                 "b_": "outputs anchors", "_use_W_fit": "bool", "coding_": codings,
                 "coding_.k": "count",

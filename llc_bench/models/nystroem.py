@@ -93,8 +93,14 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
         k-means centres (own map) or uniformly sampled rows (scikit-learn ``Nystroem``).
     gamma : float or None
         RBF γ; None chooses it by CV over ``gamma_factors`` × 1/(D·Var X).
+    gamma_factors : sequence of float
+        The values of γ that CV chooses from, in units of 1/(D·Var X).
     C : float or None
         LIBLINEAR's C; None chooses it by CV over ``C_grid``.
+    C_grid : sequence of float
+        The values of C that CV chooses from.
+    cv_folds : int, default 5
+        Folds of that cross-validation (stratified).
     solver : {"l2_squared_hinge", "l2_hinge", "crammer_singer", "logistic"}
         LIBLINEAR loss; default the squared hinge (``-s 2``, see the module notes).
     bias : float

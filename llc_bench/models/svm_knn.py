@@ -56,10 +56,29 @@ DEFAULT_C_GRID = (0.1, 1.0, 10.0, 100.0)
 class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     """SVM-KNN (Zhang et al., CVPR 2006) with local linear SVMs (LIBLINEAR).
 
-    ``n_neighbors=None`` chooses K over ``K_grid`` (and ``C=None`` the local C over
-    ``C_grid``) by leave-one-out accuracy on ``n_cv_points`` random training points.
-    Prediction searches neighbours for ``chunk_size`` test rows at a time and trains
-    LIBLINEAR only for queries whose neighbours disagree.
+    Prediction trains LIBLINEAR only for queries whose neighbours disagree.
+
+    Parameters
+    ----------
+    n_neighbors : int or None, default None
+        K, the neighbours of a query; None chooses K over ``K_grid`` by leave-one-out
+        accuracy on ``n_cv_points`` random training points.
+    C : float or None, default None
+        The local SVMs' C; None chooses it with K over ``C_grid``.
+    K_grid : sequence of int
+        The values of K the leave-one-out search chooses from.
+    C_grid : sequence of float
+        The values of C it chooses from.
+    n_cv_points : int, default 1000
+        Random training points validated by leave-one-out.
+    local_scale : {"none", "radius"}, default "none"
+        Neighbours centred on the query; "radius": also divided by the K-th distance.
+    bias : float, default 1.0
+        LIBLINEAR ``-B`` of the local SVMs.
+    chunk_size : int, default 4096
+        Test rows per batched neighbour search.
+    random_state : int, default 0
+        Seeds the leave-one-out points and LIBLINEAR.
     """
 
     #: the declared search space (conf/search/svm_knn.yaml) SearchCV takes by default

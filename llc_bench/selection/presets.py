@@ -158,7 +158,7 @@ def preset_info(name: str) -> dict:
                      "its keys below change with it"})
     for group, values in (("coding", coding), ("trainer", trainer)):
         for key, value in values.items():
-            if key == "name":
+            if key in ("name", "_target_"):
                 continue
             dotted = f"{group}.{key}"
             constraints = cls._parameter_constraints.get(key)

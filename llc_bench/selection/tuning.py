@@ -101,9 +101,13 @@ def study_name(config: Mapping, space: Mapping | None) -> str:
     dataset = dict(config["dataset"])
     model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
     data = _data_part(dataset) or _digest({"name": dataset.get("name"), "sha256": None})
+    def group(key):  # its class (``_target_``) is not a setting
+        value = config.get(key)
+        return {k: v for k, v in value.items() if k != "_target_"} if value else value
+
     setting = _digest({
-        "model": config.get("model"), "trainer": config.get("trainer"),
-        "coding": config.get("coding"), "space": dict(space or {}),
+        "model": config.get("model"), "trainer": group("trainer"),
+        "coding": group("coding"), "space": dict(space or {}),
         "dataset": {k: v for k, v in dataset.items()
                     if k not in ("train", "test", "sha256", "source_sha256")}})
     return f"{study_prefix(model, dataset['name'], config.get('seed', 0))}_{data}_{setting}"

@@ -2,8 +2,9 @@
 reading), predictions on a data file (``predict``) and the ONNX export (``onnx_export``)."""
 
 
-def load(path):
-    """The fitted estimator kept in a model file (``.llcm``).
+def load(path, config_dirs=()):
+    """The fitted estimator kept in a model file (``.llcm``); ``config_dirs``: config dirs of
+    your own whose ``trainer/`` and ``coding/`` files name your classes (``_target_``).
 
     The reading (skops' safe format, the format-version and allow-list checks, one-line
     errors) is ``llc_bench.serving.model_files.load_model``; its metadata (classes'
@@ -11,4 +12,4 @@ def load(path):
     """
     from llc_bench.serving.model_files import load_model  # the one reader
 
-    return load_model(path)[0]
+    return load_model(path, config_dirs)[0]

@@ -10,8 +10,9 @@ A model file is a zip archive of two members, written atomically:
   config hash.
 
 ``load_model`` returns ``(estimator, meta)``.  A model file is data: before skops builds
-anything, every node of its schema must name a type of an explicit allow-list (the shipped
-estimators, the objects they hold, plain containers and numeric arrays; never a function),
+anything, every node of its schema must name a type of an explicit allow-list (the
+estimators and codings the package's config files name as ``_target_``, or a config dir the
+caller names; the objects they hold, plain containers and numeric arrays; never a function),
 its zips must stay under the caps (members, inflated bytes, ratio), its arrays numeric; the
 built estimator's fitted arrays are then checked against its ``_fitted_layout`` and the
 metadata.  Whatever fails, and a file that is not a model file, is truncated, or comes from
@@ -117,9 +118,10 @@ class _Refused(ValueError):
     """What is wrong with a model file (the message names no file)."""
 
 
-def _shipped_types() -> dict[str, set[str]]:
-    """Qualified type name -> the skops loaders it may come with: the estimators the project
-    ships, the objects they hold, and the plain containers and arrays."""
+def _shipped_types(config_dirs=()) -> dict[str, set[str]]:
+    """Qualified type name -> the skops loaders it may come with: the estimators and codings
+    the package's config files name (``trusted_classes``; and those of the config dirs the
+    caller names), the objects they hold, and the plain containers and arrays."""
     import numpy
     import scipy.sparse
     import sklearn.calibration
@@ -130,10 +132,8 @@ def _shipped_types() -> dict[str, set[str]]:
     import sklearn.neighbors
     import sklearn.svm
 
-    from llc_bench.coding import local, occ
-
-    objects = [*shipped_estimators(), local.InverseDistanceCoding, local.SoftKNNCoding,
-               local.AdaptiveKNNCoding, occ.OCCBasis,
+    estimators, codings = trusted_classes(config_dirs)
+    objects = [*estimators, *codings,
                sklearn.svm.SVC, sklearn.neighbors.NearestNeighbors,
                sklearn.kernel_approximation.Nystroem,
                sklearn.calibration.CalibratedClassifierCV,
@@ -153,14 +153,41 @@ def _shipped_types() -> dict[str, set[str]]:
     return allowed
 
 
+def _estimators_of(module: str) -> list[type]:
+    """The public estimator classes ``module`` defines (an estimator's presets too:
+    ``llsvm`` defines SAPLClassifier, JOClassifier and LCCSVMClassifier)."""
+    import importlib
+
+    from sklearn.base import BaseEstimator
+
+    return [cls for name, cls in sorted(vars(importlib.import_module(module)).items())
+            if isinstance(cls, type) and issubclass(cls, BaseEstimator)
+            and cls.__module__ == module and not name.startswith("_")]
+
+
+def trusted_classes(config_dirs=()) -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(estimators, codings) a model file may hold: the public estimator classes of the
+    modules the ``_target_`` of ``conf/trainer/*.yaml`` names, and the other classes
+    ``conf/coding/*.yaml`` names (the package's own files; with ``config_dirs``, a user's
+    config dirs too, e.g. ``predict --config-dir``).  Never what a model file says."""
+    from sklearn.base import BaseEstimator
+
+    from llc_bench import targets
+
+    named = {group: [*targets.shipped(group).values(),
+                     *targets.user(group, config_dirs).values()]
+             for group in ("trainer", "coding")}
+    estimators = {cls: None for target in named["trainer"]
+                  for cls in _estimators_of(target.rpartition(".")[0])}
+    codings = {cls: None for cls in (targets.import_class(t, "coding._target_")
+                                     for t in named["coding"])
+               if not issubclass(cls, BaseEstimator)}
+    return tuple(estimators), tuple(codings)
+
+
 def shipped_estimators() -> tuple[type, ...]:
     """The estimator classes a model file may hold (``calibration=...`` wraps one)."""
-    import llc_bench.models as m
-
-    return (m.LLSVMClassifier, m.SAPLClassifier, m.JOClassifier, m.LCCSVMClassifier,
-            m.ML3Classifier, m.OCCClassifier, m.LDKLClassifier, m.ClusteredSVMClassifier,
-            m.SVMKNNClassifier, m.LCCLinearSVMClassifier, m.LCCLassoSVMClassifier,
-            m.LinearSVMClassifier, m.KernelSVMClassifier, m.NystroemSVMClassifier)
+    return trusted_classes()[0]
 
 
 def _name(t) -> str:
@@ -251,7 +278,7 @@ def _check_npz(blob: bytes, name: str, budget: list) -> None:
             from None
 
 
-def _check_schema(schema, members: set[str]) -> set[str]:
+def _check_schema(schema, members: set[str], config_dirs=()) -> set[str]:
     """Every node of the estimator's skops schema on the allow-list; returns the types it
     names (what skops is then told to trust, nothing else)."""
     from skops.io._protocol import PROTOCOL
@@ -260,7 +287,7 @@ def _check_schema(schema, members: set[str]) -> set[str]:
         raise _Refused(f"the model is not in the skops format this llc-bench writes "
                        f"(protocol {schema.get('protocol') if isinstance(schema, dict) else None}"
                        f", expected {PROTOCOL})")
-    allowed, named, ids = _shipped_types(), set(), set()
+    allowed, named, ids = _shipped_types(config_dirs), set(), set()
     stack = [(schema, 0, False)]
     while stack:
         node, depth, key_type = stack.pop()
@@ -286,7 +313,9 @@ def _check_schema(schema, members: set[str]) -> set[str]:
                            "not call")
         if qualified not in allowed:
             raise _Refused(f"the model names the type {qualified}, which is not one a model "
-                           "file may hold")
+                           "file may hold (not a class llc-bench ships; a class of your own "
+                           "is trusted when you name a config dir whose trainer/ or coding/ "
+                           "files name it as _target_: --config-dir DIR)")
         if loader not in allowed[qualified] or (loader == "TypeNode") != key_type:
             raise _Refused(f"the model builds {qualified} by {loader}, which a model file may "
                            "not do")
@@ -316,7 +345,7 @@ def _check_schema(schema, members: set[str]) -> set[str]:
     return named
 
 
-def _read_skops(blob: bytes) -> object:
+def _read_skops(blob: bytes, config_dirs=()) -> object:
     """The estimator of the inner skops archive, built only once every member and every node
     of its schema has been checked."""
     import skops.io as sio
@@ -341,7 +370,7 @@ def _read_skops(blob: bytes) -> object:
     except (zipfile.BadZipFile, EOFError, json.JSONDecodeError, RecursionError) as err:
         raise _Refused(f"model.skops is damaged ({type(err).__name__}: "
                        f"{' '.join(str(err).split())[:100]})") from None
-    named = _check_schema(schema, members)
+    named = _check_schema(schema, members, config_dirs)
     return sio.loads(blob, trusted=sorted(named))
 
 
@@ -437,14 +466,14 @@ def _check_entry(path: str, value, spec, dims: dict) -> None:
             raise _Refused(f"{path} holds indices outside [0, {top})")
 
 
-def check_fitted(estimator, n_features: int, n_classes: int) -> None:
+def check_fitted(estimator, n_features: int, n_classes: int, config_dirs=()) -> None:
     """Check a loaded estimator's fitted attributes against its own declaration
     (``_fitted_layout``; ``_check_fitted`` for what shapes do not say) and the metadata's
     feature and class counts; raises ``ValueError`` saying what is wrong."""
     from llc_bench.models._validation import validate_params
 
     layout = getattr(type(estimator), "_fitted_layout", None)
-    if layout is None or type(estimator) not in shipped_estimators():
+    if layout is None or type(estimator) not in trusted_classes(config_dirs)[0]:
         raise _Refused(f"the model is a {type(estimator).__name__}, not an estimator "
                        "llc-bench ships")
     try:
@@ -511,10 +540,11 @@ def _check_calibration(model, n_classes: int) -> None:
             raise _Refused(f"{where} is a {type(cal).__name__}, not a calibrator")
 
 
-def load_model(path) -> tuple[object, dict]:
+def load_model(path, config_dirs=()) -> tuple[object, dict]:
     """The fitted estimator of a model file and its metadata, checked: the file names no
-    function and no type off the allow-list, inflates under the caps, and its arrays agree
-    with each other and with the metadata."""
+    function and no type off the allow-list (``trusted_classes``: the package's config
+    files', and those of ``config_dirs``, a user's own), inflates under the caps, and its
+    arrays agree with each other and with the metadata."""
     path = Path(path)
     keep = ("a run keeps its model with save_model=true, in <results_dir>/models/"
             "<config hash>.llcm")
@@ -525,8 +555,8 @@ def load_model(path) -> tuple[object, dict]:
                           "with save_model=true fits it again: the option is not in the key)")
     try:
         meta, blob = _read_outer(path)
-        model = _read_skops(blob)
-        _check_model(model, meta)
+        model = _read_skops(blob, config_dirs)
+        _check_model(model, meta, config_dirs)
     except _Refused as err:
         raise ConfigError(f"{path}: {err}") from None
     except ConfigError:
@@ -560,7 +590,7 @@ def _read_outer(path: Path) -> tuple[dict, bytes]:
     return meta, blob
 
 
-def _check_model(model, meta: dict) -> None:
+def _check_model(model, meta: dict, config_dirs=()) -> None:
     """The estimator (or its calibration) against the metadata, then its own layout."""
     from sklearn.calibration import CalibratedClassifierCV
 
@@ -585,7 +615,7 @@ def _check_model(model, meta: dict) -> None:
         raise _Refused(f"the model has {getattr(base, 'n_features_in_', None)!r:.20} features, "
                        f"the metadata says {n_features!r:.20}")
     _check_preprocess(meta.get("preprocess"), classes, n_features)
-    check_fitted(base, n_features, len(classes))
+    check_fitted(base, n_features, len(classes), config_dirs)
 
 
 def _check_preprocess(pre, classes: np.ndarray, n_features: int) -> None:

@@ -8,9 +8,10 @@ are ||x||² - 2 x·v + ||v||² (one MatMul), as the models compute them.
 
 * linear (LIBLINEAR): ``X Wᵀ + b``;
 * LL-SVM, LCC+SVM, LLC-SAPL, LLC-JO (fixed or learned anchors): ``TopK(largest=0)`` for the
-  k nearest anchors, their weights — LL-SVM 1/d^(p/2) with the exact hit rule, SAPL eq. 2
-  exp(-β(d - d_min)), JO's k*-NN rule (λ_k for every k by CumSum, k* = 1 + the leading run
-  of λ_k > η_{k+1}, γ ∝ λ_{k*} - η over the first k*) — normalised, and
+  k nearest anchors, their weights as the coding's ``onnx_weights`` builds them — LL-SVM
+  1/d^(p/2) with the exact hit rule, SAPL eq. 2 exp(-β(d - d_min)), JO's k*-NN rule (λ_k for
+  every k by CumSum, k* = 1 + the leading run of λ_k > η_{k+1}, γ ∝ λ_{k*} - η over the
+  first k*) — normalised, and
   f_c(x) = Σ_a γ_a (W_c[a]·x + b_c[a]) over the k active anchors (LL-SVM eq. 8);
 * ML3: s(x, y) = ||[W_y x̃]₊||_q (eq. 16; binary: s(x, 1) - s(x, 0));
 * OCC: γ̃ = V̄ᵀx / σ per basis, γ = γ̃ / ||γ̃||₁, f_c = Σ_v γ_v (W_c,v·x + b_c,v) + b_c;
@@ -46,6 +47,8 @@ DOUBLE, BOOL, INT64 = 11, 9, 7  # onnx.TensorProto's element types
 
 class _Graph:
     """Nodes and initialisers of one graph; every name is made unique."""
+
+    DOUBLE, BOOL, INT64 = DOUBLE, BOOL, INT64  # for the codings' ``onnx_weights``
 
     def __init__(self):
         from onnx import helper, numpy_helper
@@ -121,46 +124,9 @@ def _linear(est, g: _Graph, x: str) -> str:
     return g.matmul_add(x, coef.reshape(-1, coef.shape[-1]), est.intercept_, "f")
 
 
-def _adaptive_weights(g: _Graph, d: str, k: int, mu: float) -> str:
-    """LLC-JO Alg. 1 on the k sorted squared distances ``d`` (n, k): ``adaptive_knn_weights``."""
-    first = g.op("Slice", [d, g.axes(0), g.axes(1), g.axes(1)], "d_first")
-    eta = g.op("Mul", [g.op("Sub", [d, first], "d_shift"), g.const("mu", mu)], "eta")
-    ks = g.const("ks", np.arange(1, k + 1, dtype=np.float64)[None, :])
-    one = g.const("axis_k", np.array(1, dtype=np.int64))
-    s1 = g.op("CumSum", [eta, one], "s1")
-    s2 = g.op("CumSum", [g.op("Mul", [eta, eta], "eta2"), one], "s2")
-    inner = g.op("Sub", [g.op("Add", [ks, g.op("Mul", [s1, s1], "s1s1")], "k_s1s1"),
-                         g.op("Mul", [ks, s2], "k_s2")], "disc")
-    root = g.op("Sqrt", [g.op("Max", [inner, g.const("zero", 0.0)], "disc0")], "root")
-    lam_k = g.op("Div", [g.op("Add", [s1, root], "s1_root"), ks], "lam_k")   # JO eq. 21
-    if k == 1:
-        k_star = g.const("k_star1", np.ones((1, 1)))
-    else:
-        head = g.op("Slice", [lam_k, g.axes(0), g.axes(k - 1), g.axes(1)], "lam_head")
-        tail = g.op("Slice", [eta, g.axes(1), g.axes(k), g.axes(1)], "eta_tail")
-        stop = g.op("Cast", [g.op("Not", [g.op("Greater", [head, tail], "grow")], "halt")],
-                    "halt_f", to=DOUBLE)
-        leading = g.op("Cast", [g.op("Equal", [g.op("CumSum", [stop, one], "halts"),
-                                               g.const("zero_h", 0.0)], "lead")],
-                       "lead_f", to=DOUBLE)            # 1 while λ_k > η_{k+1} so far
-        k_star = g.op("Add", [g.op("ReduceSum", [leading, g.axes(1)], "n_lead", keepdims=1),
-                              g.const("one_f", 1.0)], "k_star")
-    pick = g.op("Cast", [g.op("Sub", [k_star, g.const("one_k", 1.0)], "k_star0")], "k_idx",
-                to=INT64)
-    lam = g.op("GatherElements", [lam_k, pick], "lam", axis=1)
-    active = g.op("LessOrEqual", [ks, k_star], "active")
-    raw = g.op("Max", [g.op("Sub", [lam, eta], "lam_eta"), g.const("zero_w", 0.0)], "w_pos")
-    return g.op("Where", [active, raw, g.const("zero_a", 0.0)], "w_raw")    # JO eq. 19
-
-
 def _local(est, g: _Graph, x: str) -> str:
     """LL-SVM eq. 8 over the k nearest anchors."""
-    from llc_bench.coding.local import HIT_RTOL
-
     coding = est.coding_
-    if coding.name not in ("inverse_distance", "soft_knn", "adaptive_knn"):
-        raise ConfigError(f"ONNX export of the {coding.name!r} coding is not implemented "
-                          "(inverse_distance, soft_knn and adaptive_knn are)")
     V = np.asarray(est.anchors_, dtype=np.float64)
     m, D = V.shape
     k = min(coding.k, m)
@@ -168,24 +134,7 @@ def _local(est, g: _Graph, x: str) -> str:
     d_raw, idx = g.op("TopK", [d2, g.const("k", np.array([k], dtype=np.int64))],
                       ["d_raw", "idx"], axis=1, largest=0, sorted=1)
     d = g.op("Max", [d_raw, g.const("zero", 0.0)], "d")
-    if coding.name == "soft_knn":
-        d_min = g.op("ReduceMin", [d, g.axes(1)], "d_min", keepdims=1)
-        shifted = g.op("Mul", [g.op("Sub", [d, d_min], "dd"),
-                               g.const("minus_beta", -coding.beta_)], "bd")
-        w = g.op("Exp", [shifted], "w_raw")
-    elif coding.name == "adaptive_knn":
-        w = _adaptive_weights(g, d, k, coding.mu)
-    else:
-        vv = np.einsum("ij,ij->i", V, V)
-        scale = g.op("Add", [xx, g.op("Gather", [g.const("vv_flat", vv), idx], "vv_idx")],
-                     "hit_scale")
-        hit = g.op("LessOrEqual", [d, g.op("Mul", [scale, g.const("rtol", HIT_RTOL)],
-                                           "tol")], "hit")
-        inv = g.op("Pow", [d, g.const("minus_half_p", -0.5 * coding.power)], "inv")
-        w0 = g.op("Where", [hit, g.const("zero_b", 0.0), inv], "w0")
-        hitf = g.op("Cast", [hit], "hitf", to=DOUBLE)
-        any_hit = g.op("ReduceMax", [hitf, g.axes(1)], "any_hit", keepdims=1)
-        w = g.op("Where", [g.op("Cast", [any_hit], "any_hit_b", to=BOOL), hitf, w0], "w_raw")
+    w = coding.onnx_weights(g, d, k=k, xx=xx, idx=idx, anchors=V)  # the coding's own nodes
     w = g.op("Div", [w, g.op("ReduceSum", [w, g.axes(1)], "w_sum", keepdims=1)], "w")
     W = np.asarray(est.W_, dtype=np.float64)            # (n_out, m, D)
     b = np.asarray(est.b_, dtype=np.float64)            # (n_out, m)
@@ -427,10 +376,11 @@ def _input_doc(pre: dict | None, columns: list[str] | None) -> str:
     return doc
 
 
-def export_onnx(model_path, out, echo=None) -> Path:
+def export_onnx(model_path, out, echo=None, config_dirs=()) -> Path:
     """Write the ONNX graph of a model file to ``out`` (checked with onnx's checker); the
     columns its input takes are in the input's doc string and the model's metadata
-    (``input_columns``). ``echo``: says so for a one-hot model."""
+    (``input_columns``). ``echo``: says so for a one-hot model.  ``config_dirs``: a user's
+    config dirs, whose classes the model file may hold (``model_files.trusted_classes``)."""
     try:
         import onnx
     except ImportError:
@@ -440,7 +390,7 @@ def export_onnx(model_path, out, echo=None) -> Path:
     from llc_bench.files import check_not_input
 
     check_not_input(out, {"model file": model_path}, "--onnx")
-    model, meta = load_model(model_path)
+    model, meta = load_model(model_path, config_dirs)
     est = base_estimator(model)
     try:
         build = _builder(est)

@@ -388,17 +388,18 @@ def _name_of(names, binary: bool):
 
 
 def predict_file(model_path, data_path, out=None, echo=print,
-                 block_bytes: int = BLOCK_BYTES) -> dict:
+                 block_bytes: int = BLOCK_BYTES, config_dirs=()) -> dict:
     """Write the predictions of ``model_path`` on ``data_path`` (CSV) to ``out`` (or
     stdout), a block of input lines at a time; returns {"rows", "accuracy"} (and, for a
-    calibrated model, "accuracy_by_proba")."""
+    calibrated model, "accuracy_by_proba").  ``config_dirs``: a user's config dirs, whose
+    classes the model file may hold (``model_files.trusted_classes``)."""
     from llc_bench.files import check_not_input
     from llc_bench.models._validation import labels_from_scores
     from llc_bench.serving.model_files import base_estimator
 
     if out is not None and str(out) != "-":
         check_not_input(out, {"data file": data_path, "model file": model_path}, "--out")
-    model, meta = load_model(model_path)
+    model, meta = load_model(model_path, config_dirs)
     estimator = base_estimator(model)
     pre = meta.get("preprocess")
     if not pre:

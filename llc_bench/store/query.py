@@ -52,9 +52,11 @@ def flatten(config: Mapping, prefix: str = "") -> dict:
 
 
 def record_row(record: Mapping, path: Path | None = None) -> dict:
-    """One DataFrame row of a record (the config flattened into dotted keys)."""
+    """One DataFrame row of a record (the config flattened into dotted keys, without the
+    ``_target_`` classes: not settings, and not in the cache key either)."""
     metrics, timings = record.get("metrics") or {}, record.get("timings") or {}
-    row = flatten(record.get("config") or {})
+    row = {k: v for k, v in flatten(record.get("config") or {}).items()
+           if not k.endswith("._target_")}
     row.update({
         "hash": record["config_hash"], "dataset": record["dataset"], "model": record["model"],
         "seed": record["seed"],

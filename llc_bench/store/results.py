@@ -33,14 +33,17 @@ def semantic_config(config: Mapping) -> dict:
     """The part of a resolved run config that determines its results.
 
     Keys set to null are left out, at any depth: a new option whose null default keeps
-    the old behaviour does not change the hash of the runs made before it existed.
+    the old behaviour does not change the hash of the runs made before it existed.  So is
+    ``_target_`` (the class a config group file names, ``llc_bench.targets``): ``trainer.name``
+    and ``coding.name`` say what ran, and a class may move without changing a number.
     """
     return _drop_nulls({k: v for k, v in config.items() if k not in NON_SEMANTIC_KEYS})
 
 
 def _drop_nulls(value):
+    """``value`` without null values and ``_target_`` keys, at any depth."""
     if isinstance(value, Mapping):
-        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None and k != "_target_"}
     if isinstance(value, list | tuple):
         return [_drop_nulls(v) for v in value]
     return value

@@ -107,7 +107,7 @@ def test_every_key_of_every_preset_has_its_range_a_description_and_the_preset_a_
     info = preset_info(name)
     config, _ = compose_preset(name)
     keys = [f"{group}.{key}" for group in ("coding", "trainer")
-            for key in (config.get(group) or {}) if key != "name"]
+            for key in (config.get(group) or {}) if key not in ("name", "_target_")]
     rows = {row["key"]: row for row in info["rows"]}
     assert [key for key in rows if key != "coding"] == keys
     constraints = estimator_class(config["trainer"]["name"])._parameter_constraints

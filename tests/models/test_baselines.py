@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from conftest import blobs
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models.csvm import ClusteredSVMClassifier
 from llc_bench.models.kernel import KernelSVMClassifier
@@ -96,16 +95,6 @@ def test_fits_in_threads_are_the_serial_fits():
             C=1.0, solver="crammer_singer", random_state=s).fit(X, y), range(8)))
     for a, b in zip(serial, threaded, strict=True):
         np.testing.assert_array_equal(a.coef_, b.coef_)
-
-
-@parametrize_with_checks([
-    LinearSVMClassifier(C=1.0),
-    LinearSVMClassifier(C=None, C_grid=(0.1, 10.0), cv_folds=2),
-    LinearSVMClassifier(C=1.0, solver="crammer_singer"),
-    KernelSVMClassifier(C=1.0, gamma=0.5),
-])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_trailing_zero_features_get_zero_weights():

@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from conftest import blobs, xor
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models.csvm import ClusteredSVMClassifier, assign_clusters, augment
 from llc_bench.models.liblinear_fit import fit_liblinear, seed_liblinear
@@ -148,7 +147,3 @@ def test_sparse_equals_dense():
                                sparse.decision_function(sp.csr_matrix(X)), atol=1e-8)
 
 
-@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # k-means on duplicated rows
-@parametrize_with_checks([ClusteredSVMClassifier(C_grid=(0.1, 1.0, 10.0), random_state=0)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from conftest import compose_run, xor
 from reference_lcc import lcc_row_reference
 from sklearn.linear_model import Lasso
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import llc_bench.coding.local as local
 from llc_bench.coding.lcc import lcc_codes, lcc_objective, update_anchors
@@ -154,9 +153,3 @@ def test_runner_passes_the_lcc_coding_keys(tmp_path):
         build_estimator(compose_run("model=lcc_lasso", "coding.mu=0", tmp_path=tmp_path))
 
 
-@parametrize_with_checks([
-    LCCLassoSVMClassifier(n_anchors=10, C=1.0),
-    LCCLassoSVMClassifier(n_anchors=10, C_grid=(0.5, 8.0), cv_folds=2),
-])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

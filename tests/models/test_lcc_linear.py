@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import compose_run, xor
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import llc_bench.coding.local as local
 from llc_bench.coding.llc import llc_codes
@@ -125,9 +124,3 @@ def test_runner_passes_the_llc_coding_keys(tmp_path):
     assert p["C"] is None and p["random_state"] == 7
 
 
-@parametrize_with_checks([
-    LCCLinearSVMClassifier(n_anchors=10, k=3, C=1.0),
-    LCCLinearSVMClassifier(n_anchors=10, k=3, C_grid=(0.5, 8.0), cv_folds=2),
-])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from reference_ldkl import sgd_steps_reference
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models._ldkl_kernel import ldkl_sgd_steps
 from llc_bench.models.ldkl import (
@@ -16,13 +15,8 @@ from llc_bench.models.ldkl import (
 )
 from llc_bench.models.linear import LinearSVMClassifier
 
-# Small iteration counts keep the scikit-learn checks quick; the defaults are tested below.
+# Small iteration counts keep the fits quick; the defaults are tested below.
 FAST = dict(n_iter=1500, gate_every=50)
-
-
-@parametrize_with_checks([LDKLClassifier(**FAST)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def _tree(depth, d, seed, scale=1.0):

@@ -6,10 +6,9 @@ import scipy.sparse as sp
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
 from reference_sgd import sgd_epoch_reference
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import InverseDistanceCoding, SoftKNNCoding
-from llc_bench.models import JOClassifier, LCCSVMClassifier, LLSVMClassifier, SAPLClassifier
+from llc_bench.models import LCCSVMClassifier, LLSVMClassifier
 from llc_bench.models.kronecker import liblinear_init
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.sgd_epoch import decision_from_codes, labels_matrix, run_epoch
@@ -274,22 +273,6 @@ def test_soft_knn_coding_direct():
     X = rng.normal(size=(100, 3))
     c = SoftKNNCoding(k=3).fit(X, X[:10], random_state=0)
     assert c.encode(X, X[:10]).weights.shape == (100, 3)
-
-
-# ------------------------------------------------------------ scikit-learn checks
-
-
-def _expected_failures(estimator):
-    return {}
-
-
-@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # k-means on duplicated rows
-@parametrize_with_checks(
-    [LLSVMClassifier(), LCCSVMClassifier(), SAPLClassifier(epochs=3), JOClassifier(epochs=3)],
-    expected_failed_checks=_expected_failures,
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_use_W_false_is_lcc_svm():

@@ -7,7 +7,6 @@ import pytest
 from reference_ml3 import beta_star_ref, sgd_epoch_reference
 from scipy.optimize import minimize
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models._ml3_kernel import sgd_epoch
 from llc_bench.models.ml3 import (
@@ -200,11 +199,6 @@ def test_select_lambda_returns_a_grid_value_with_cv_errors():
     assert best in grid and set(errors) == set(grid)
     assert errors[best] == min(errors.values())
     assert errors[10.0] > errors[best]  # a huge lambda underfits XOR
-
-
-@parametrize_with_checks([ML3Classifier(n_iter=10, random_state=0)])
-def test_sklearn_estimator_checks(estimator, check):
-    check(estimator)
 
 
 def test_lambda_grid_selects_by_cross_validation():

@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from conftest import compose_run
 from sklearn.kernel_approximation import Nystroem
 from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.experiment.runner import build_estimator
 from llc_bench.models.kernel import _scale_gamma
@@ -95,10 +94,3 @@ def test_runner_builds_it(tmp_path):
         500, "random", None, 3)
 
 
-@parametrize_with_checks([
-    NystroemSVMClassifier(n_components=20, gamma=0.5, C=1.0),
-    NystroemSVMClassifier(n_components=20, landmarks="random", gamma=0.5, C=1.0),
-    NystroemSVMClassifier(n_components=10, gamma_factors=(1.0,), C_grid=(0.1, 10.0), cv_folds=2),
-])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from reference_sgd import sgd_epoch_anchors_reference
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.coding import (
     AdaptiveKNNCoding,
@@ -386,10 +385,3 @@ def test_jo_fixed_history_and_bad_parameters():
 
 
 
-@pytest.mark.filterwarnings("ignore:Number of distinct clusters")  # k-means on duplicated rows
-@parametrize_with_checks(
-    [LLSVMClassifier(coding="adaptive_knn", learn_anchors=True, anchor_scale=0.01, epochs=2)],
-    expected_failed_checks=lambda est: {},
-)
-def test_sklearn_compatible_with_learned_anchors(estimator, check):
-    check(estimator)

@@ -6,7 +6,6 @@ import scipy.sparse as sp
 from conftest import blobs, xor
 from liblinear.liblinearutil import predict as ll_predict
 from liblinear.liblinearutil import train as ll_train
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from llc_bench.models.liblinear_fit import seed_liblinear
 from llc_bench.models.linear import LinearSVMClassifier
@@ -116,6 +115,3 @@ def test_radius_scaling_keeps_the_signs_of_a_scale_free_problem():
     np.testing.assert_allclose(a.decision_function(X), b.decision_function(100 * X), atol=1e-6)
 
 
-@parametrize_with_checks([SVMKNNClassifier(K_grid=(3, 9), n_cv_points=40, random_state=0)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)

@@ -153,3 +153,17 @@ def test_a_sweep_on_a_missing_own_file_is_one_line(tmp_path, capsys):
         _sweep(tmp_path / "results", missing)
     err = capsys.readouterr().err.strip()
     assert err == f"llc-bench: error: dataset.train={missing}: no such file ({missing})"
+
+
+def test_a_study_is_named_by_settings_not_by_the_classes_the_config_files_name():
+    """A sweep's study keeps its name now that conf/trainer and conf/coding name their
+    classes (``_target_``): the same command resumes a study made before."""
+    config = {"dataset": {"name": "banana"}, "model": {"name": "llsvm"}, "seed": 0,
+              "trainer": {"name": "llc_sgd", "lambda_": 1e-4},
+              "coding": {"name": "inverse_distance", "k": 8}}
+    targeted = {**config,
+                "trainer": {**config["trainer"],
+                            "_target_": "llc_bench.models.llsvm.LLSVMClassifier"},
+                "coding": {**config["coding"],
+                           "_target_": "llc_bench.coding.local.InverseDistanceCoding"}}
+    assert tuning.study_name(targeted, {}) == tuning.study_name(config, {})

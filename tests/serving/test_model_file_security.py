@@ -206,6 +206,25 @@ def test_a_type_off_the_allow_list_is_refused_even_from_the_project(kept, here, 
         assert "names the type llc_bench.data.rows.ArraySource" in line
 
 
+def test_a_class_only_the_file_names_is_refused(kept, here, capsys):
+    """Trust comes from the package's config files (and config dirs the caller names), never
+    from the file: an importable scikit-learn estimator the file names is refused, also
+    when the caller names a config dir that names another class."""
+    def swap(tree):
+        tree["__module__"], tree["__class__"] = "sklearn.linear_model._logistic", \
+            "LogisticRegression"
+
+    path = _tamper(kept[2][0], here / "model.llcm", schema=swap)
+    for line in _refusals(path, kept[2][1], here, capsys):
+        assert "names the type sklearn.linear_model._logistic.LogisticRegression" in line
+        assert "not a class llc-bench ships" in line
+    conf = here / "conf" / "trainer"
+    conf.mkdir(parents=True)
+    (conf / "mine.yaml").write_text("name: mine\n_target_: sklearn.svm.LinearSVC\n")
+    with pytest.raises(ConfigError, match="names the type sklearn.linear_model"):
+        model_files.load_model(path, [here / "conf"])
+
+
 def test_an_attribute_hiding_a_method_is_refused(kept, here, capsys):
     path = _tamper(kept[2][0], here / "model.llcm",
                    schema=_attribute(_json("x"), name="decision_function"))

@@ -45,6 +45,15 @@ def test_non_semantic_keys_and_key_order_do_not_matter():
     assert config_hash({**base, "seed": 2}) != config_hash(base)
 
 
+def test_the_class_a_config_file_names_is_not_in_the_key():
+    """``_target_`` (conf/trainer and conf/coding name their classes) leaves the key of every
+    config made before it was written as it was; ``name`` says what ran."""
+    targeted = json.loads(json.dumps(PINNED_CONFIG))
+    targeted["trainer"]["_target_"] = "llc_bench.models.llsvm.LLSVMClassifier"
+    targeted["coding"]["_target_"] = "llc_bench.coding.local.SoftKNNCoding"
+    assert config_hash(targeted) == PINNED_HASH
+
+
 # Pinned: a change here must be deliberate (and the store under results/runs rehashed).
 PINNED_CONFIG = {
     "dataset": {"name": "banana", "sparse": False, "max_train": None,

@@ -62,6 +62,19 @@ def test_frame_has_dotted_config_columns_and_filters(store):
     assert hashes(where=["trainer.t0=calibrate"]) == {h[0]}
 
 
+def test_a_record_s_classes_do_not_tell_it_apart_from_one_made_before_they_were_named(
+        tmp_path):
+    """Records made after conf/trainer named its class (``trainer._target_``) group with
+    those made before: the class is not a column (nor in the cache key)."""
+    store = ResultsStore(tmp_path / "results")
+    old, new = _record("banana", "llsvm", 0, 0.9), _record("banana", "llsvm", 1, 0.8)
+    new["config"]["trainer"]["_target_"] = "llc_bench.models.llsvm.LLSVMClassifier"
+    for record in (old, new):
+        store.save(record)
+    frame = records_frame(store.root)
+    assert len(frame) == 2 and not [c for c in frame.columns if "_target_" in c]
+
+
 def test_cli_table_and_errors(store, capsys):
     store, records = store
     main(["results", "--results-dir", str(store.root), "--dataset", "banana",
