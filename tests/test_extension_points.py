@@ -216,3 +216,25 @@ def test_a_target_that_is_not_an_estimator_is_one_config_error(toy, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "trainer._target_=toy_coding.SmoothCoding" in err
     assert "not a scikit-learn estimator" in err
+
+
+def test_a_model_from_a_config_dir_is_selected_by_tune_on_and_by_search_cv(toy, capsys):
+    """tune=on reads the toy's space from the user's config dir; SearchCV runs on the toy
+    estimator from Python with that space."""
+    from llc_bench.selection import SearchCV
+    from llc_bench.selection.search import declared_space
+
+    tmp_path, conf, args = toy
+    main(["run", "model=toy_mean", "tune=on", "tune.trials=2", "tune.budget_s=null", *args])
+    record = _records(tmp_path)[0]
+    assert record["tune"]["n_trials"] == 2
+    assert set(record["tune"]["chosen"]) == {"trainer.shrink"}
+    import toy_model
+
+    space = {key.rsplit(".", 1)[-1]: dim for key, dim in declared_space("toy_mean", [conf]).items()}
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 3))
+    search = SearchCV(toy_model.NearestMeanClassifier(), space, trials=2,
+                      budget_s=None).fit(X, X[:, 0] > 0)
+    assert search.best_params_["shrink"] in (0.0, 0.5) and search.score(X, X[:, 0] > 0) > 0.6
+

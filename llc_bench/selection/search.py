@@ -425,12 +425,15 @@ def dimension(key: str, spec) -> dict:
                      "sweep string or a parsed dimension")
 
 
-def declared_space(model: str) -> dict[str, dict] | None:
-    """The declared space of a model preset (``conf/search/<model>.yaml``), or None."""
+def declared_space(model: str, config_dirs=()) -> dict[str, dict] | None:
+    """The declared space of a model preset (``conf/search/<model>.yaml``, in the package's
+    config or in a config dir the user added: ``config_dirs``), or None."""
     from omegaconf import OmegaConf
 
-    path = _conf_dir() / "search" / f"{model}.yaml"
-    if not path.is_file():
+    found = [folder / "search" / f"{model}.yaml" for folder in (_conf_dir(), *map(
+        Path, config_dirs))]
+    path = next((p for p in found if p.is_file()), None)
+    if path is None:
         return None
     conf = OmegaConf.load(path)
     params = OmegaConf.select(conf, "hydra.sweeper.params") or {}

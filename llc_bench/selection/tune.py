@@ -62,8 +62,19 @@ def preset_exists(model: str, dataset: str) -> bool:
 
 
 def search_space(model: str) -> dict[str, dict] | None:
-    """The declared space of a model preset (``conf/search/<model>.yaml``), or None."""
-    return declared_space(model)
+    """The declared space of a model preset (``conf/search/<model>.yaml``, the package's or
+    in a config dir of the running Hydra app's ``hydra.searchpath``), or None."""
+    return declared_space(model, _user_config_dirs())
+
+
+def _user_config_dirs() -> list[str]:
+    """The config dirs the user added to the running Hydra app (``hydra.searchpath``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return []
+    return [source.path for source in HydraConfig.get().runtime.config_sources
+            if source.schema == "file" and source.provider != "main"]
 
 
 def get_dotted(config: Mapping, dotted: str):
