@@ -430,9 +430,7 @@ def declared_space(model: str, config_dirs=()) -> dict[str, dict] | None:
     config or in a config dir the user added: ``config_dirs``), or None."""
     from omegaconf import OmegaConf
 
-    found = [folder / "search" / f"{model}.yaml" for folder in (_conf_dir(), *map(
-        Path, config_dirs))]
-    path = next((p for p in found if p.is_file()), None)
+    path = _search_file(model, config_dirs)
     if path is None:
         return None
     conf = OmegaConf.load(path)
@@ -461,6 +459,33 @@ def declared_space(model: str, config_dirs=()) -> dict[str, dict] | None:
         if key in space:  # simpler_se's order: this key's rank, and which way is simpler
             space[key]["capacity"] = [rank, CAPACITY_ORDERS[order]]
     return space
+
+
+def _search_file(model: str, config_dirs=()) -> Path | None:
+    """``search/<model>.yaml`` in the package's config, else in a user's config dir."""
+    found = [folder / "search" / f"{model}.yaml"
+             for folder in (_conf_dir(), *map(Path, config_dirs))]
+    return next((p for p in found if p.is_file()), None)
+
+
+def declared_stages(model: str, config_dirs=()) -> dict | None:
+    """A space's ``search.fixed_first`` (``{"set": {key: value}, "then": [keys], "trials":
+    n}``): search the other keys with ``set`` applied first (learned anchors: fixed, so the
+    fits are cheap), then only ``then`` with that choice, in ``trials`` trials; or None."""
+    from omegaconf import OmegaConf
+
+    path = _search_file(model, config_dirs)
+    stages = OmegaConf.select(OmegaConf.load(path), "search.fixed_first") if path else None
+    if stages is None:
+        return None
+    stages = OmegaConf.to_container(stages)
+    ok = (isinstance(stages, dict) and isinstance(stages.get("set"), dict)
+          and isinstance(stages.get("then"), list) and stages["then"]
+          and type(stages.get("trials")) is int and stages["trials"] >= 1)
+    if not ok:
+        raise ConfigError(f"{path}: search.fixed_first: expected {{set: {{KEY: VALUE}}, then: "
+                          "[KEY, ...], trials: N}")
+    return stages
 
 
 def first_trial(space: Mapping, value_of: Callable) -> dict | None:

@@ -34,6 +34,7 @@ from llc_bench.selection.search import (
     _parts,
     _splits,
     declared_space,
+    declared_stages,
     first_trial,
     noise_margin,  # noqa: F401 (tune's API)
 )
@@ -51,6 +52,9 @@ PASS_CAP = "init_max_iter"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
 # errors; null: the best trial, no one-SE rule, as selections without it were keyed).
 SIMPLER = "simpler_se"
+# Learned-anchor models: the space's other keys searched with fixed anchors first (cheap
+# fits), then only what learning the anchors adds (conf/search's ``search.fixed_first``).
+STAGED = "fixed_first"
 # The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
 # training rows (true; false: k-means on all training rows, as the fit was before it).
 REFIT = "trial_anchors"
@@ -138,7 +142,16 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (PASS_CAP, SIMPLER):  # false is not a number: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
+    if tune.get(STAGED) is not None:
+        settings[STAGED] = tune.get(STAGED)
     _check_settings(settings)
+    if settings.get(STAGED):  # the declaration, where the model makes one and it applies
+        stages = declared_stages(model, _user_config_dirs())
+        then = [k for k in (stages or {}).get("then", ()) if k in space]
+        settings[STAGED] = ({**stages, "then": then}
+                            if then and len(then) < len(space) else None)
+    if not settings.get(STAGED):
+        settings.pop(STAGED, None)
     # a key enters the cache key only where it can change the result: the rule where the
     # space orders capacity, the kept anchors where k-means places anchors SGD does not move
     if not any("capacity" in dim for dim in space.values()):
@@ -210,6 +223,8 @@ def _check_settings(s: dict) -> None:
     for key in (*CHEAPER_TRIALS, REFIT):
         if key in s and s[key] is not True:
             bad(key, "true or false")
+    if STAGED in s and not isinstance(s[STAGED], bool):
+        bad(STAGED, "true or false")
     cap = s.get(PASS_CAP)
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         bad(PASS_CAP, "an integer >= 1 or null (the init's own cap)")
@@ -289,6 +304,8 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     only) by SearchCV's procedure, and the report for the record.  ``build(config)``
     returns an unfitted estimator for a run config (a module-level function: with
     ``tune.workers`` > 1 it is sent to the worker processes)."""
+    if config["tune"].get(STAGED):
+        return _staged(config, X, y, build, echo)
     search = _search_cv(config)
     space = config["tune"]["space"]
     warning = cost_warning(config, _splits(X, y, search._settings(), search.random_state)[1])
@@ -299,6 +316,31 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
     first = first_trial(space, lambda key: get_dotted(config, key))
     search._search(X, y, _FromConfig(config, build), space, first, echo=echo)
     return search.best_params_, search.report_
+
+
+def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
+    """``tune.fixed_first``: the space but ``then`` searched with ``set`` applied (fixed
+    anchors: cheap fits), then ``then`` alone, in the declared trials, with that choice;
+    the report is the last stage's, its totals over both and each stage's in ``stages``."""
+    tune = config["tune"]
+    stage = tune[STAGED]
+    later = {k: d for k, d in tune["space"].items() if k in stage["then"]}
+    first = {k: d for k, d in tune["space"].items() if k not in later}
+    fixed = with_params(config, stage["set"])
+    fixed["tune"] = {**tune, STAGED: None, "space": first}
+    chosen, one = select(fixed, X, y, build, echo=echo)
+    learned = with_params(config, chosen)
+    learned["tune"] = {**tune, STAGED: None, "space": later, "trials": stage["trials"]}
+    rest, two = select(learned, X, y, build, echo=echo)
+    both = {**chosen, **rest}
+    report = {**two, "space": tune["space"], "chosen": both, "stages": [one, two],
+              "n_trials": one["n_trials"] + two["n_trials"],
+              "n_complete": one["n_complete"] + two["n_complete"],
+              "n_pruned": one["n_pruned"] + two["n_pruned"],
+              "seconds": one["seconds"] + two["seconds"],
+              "at_edge": one["at_edge"] + two["at_edge"],
+              "widened": {**one["widened"], **two["widened"]}}
+    return both, report
 
 
 def score_setting(config: Mapping, X, y, build: Callable) -> float:

@@ -911,3 +911,38 @@ def test_occ_s_intercept_is_searched_where_eq9_cannot_separate(tmp_path):
     assert paper["metrics"]["test_accuracy"] < 0.7
     assert tuned["tune"]["chosen"]["trainer.intercept"] == "per_basis"
     assert tuned["metrics"]["test_accuracy"] > 0.9
+
+
+def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
+    """tune.fixed_first=true on sapl: the space but the anchor step searched with fixed
+    anchors (the trials' fits built with learn_anchors=false), then the anchor step alone in
+    the declared 6 trials with that choice; off, the key and the procedure stay as they were;
+    on llsvm (nothing declared) it is no setting at all."""
+    X, y = _xor(500, 0)
+    y = np.where(y, 1, -1)
+    built = []
+
+    def build(config):
+        built.append((config["trainer"]["learn_anchors"], config["trainer"]["anchor_scale"],
+                      config["coding"]["n_anchors"]))
+        return build_estimator(config)
+
+    config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=4",
+                                        "tune.budget_s=null", "tune.fixed_first=true",
+                                        tmp_path=tmp_path))
+    assert config["tune"]["fixed_first"]["then"] == ["trainer.anchor_scale"]
+    chosen, report = select(config, X, y, build)
+    one, two = report["stages"]
+    assert set(one["space"]) == set(config["tune"]["space"]) - {  # (two classes: one rule)
+        "trainer.anchor_scale", "coding.anchor_method"}
+    assert set(two["space"]) == {"trainer.anchor_scale"} and two["n_trials"] == 6
+    assert report["n_trials"] == one["n_trials"] + two["n_trials"] == 10
+    assert [learned for learned, _, _ in built[:one["n_trials"]]] == [False] * one["n_trials"]
+    assert {m for _, _, m in built[one["n_trials"]:]} == {one["chosen"]["coding.n_anchors"]}
+    assert all(learned for learned, _, _ in built[one["n_trials"]:])
+    assert chosen == {**one["chosen"], **two["chosen"]}
+    off = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on", tmp_path=tmp_path))
+    assert "fixed_first" not in off["tune"]
+    llsvm = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
+                                       "tune.fixed_first=true", tmp_path=tmp_path))
+    assert "fixed_first" not in llsvm["tune"]
