@@ -654,6 +654,15 @@ def compile_seconds(timings: Mapping) -> float:
     return sum(timings.get(f"jit_compile_{part}") or 0.0 for part in ("warmup", "train", "test"))
 
 
+def _cut(record: Mapping) -> str:
+    """A selection a seconds cap ended says so on the run's line (its choice may differ on
+    another machine)."""
+    tuned = record.get("tune") or {}
+    if tuned.get("stopped_by") != "budget":
+        return ""
+    return f", cut by tune.budget_s={(tuned.get('budget') or {}).get('budget_s')}"
+
+
 def summary_line(record: Mapping, cached: bool = False) -> str:
     """One line per run.  "test" is "val" when the run was scored on held-out training rows
     (``dataset.validation``); "train" is the time of fitting the chosen model, as the papers
@@ -669,7 +678,7 @@ def summary_line(record: Mapping, cached: bool = False) -> str:
     return (f"{record['dataset']} | {record['model']} | seed {record['seed']} | "
             f"{split} acc {acc} | {split} hinge {hinge} | train {train:.2f}s"
             + (f" (+ CV {cv:.2f}s)" if cv >= 0.005 else "")
-            + (f" (+ tune {tune:.1f}s)" if tune is not None else "")
+            + (f" (+ tune {tune:.1f}s{_cut(record)})" if tune is not None else "")
             + (f" (+ compile {compile_seconds(t):.1f}s)" if compile_seconds(t) >= 0.05 else "")
             + f" | {split} {t.get('test_total', float('nan')):.3f}s | {record['config_hash']}"
             + (" (cached)" if cached else ""))

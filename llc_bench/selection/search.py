@@ -83,6 +83,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     budget_s : float or None, default=60.0
         No trial started that would end past this many seconds, a fit running then given
         up at its next epoch (None: no limit).
+    budget_fits : float or None, default=None
+        No fit started that would pass this many fits, counted in fits of the first
+        trial's setting on a split's training rows (a fit on fewer rows, or of a setting
+        the space declares costlier, counts its share): a budget the same on any machine
+        (None: no limit).
     folds : int, default=5
         Stratified CV folds below ``holdout_min_rows`` rows.
     holdout : float, default=0.25
@@ -138,6 +143,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "space": [dict, None],
         "trials": [Interval(Integral, 1, None, closed="left"), None],
         "budget_s": [Interval(Real, 0, None, closed="neither"), None],
+        "budget_fits": [Interval(Real, 0, None, closed="neither"), None],
         "folds": [Interval(Integral, 2, None, closed="left")],
         "holdout": [Interval(Real, 0, 1, closed="neither")],
         "holdout_min_rows": [Interval(Integral, 0, None, closed="left")],
@@ -153,7 +159,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
     }
 
-    def __init__(self, estimator, space=None, *, trials=30, budget_s=60.0, folds=5,
+    def __init__(self, estimator, space=None, *, trials=30, budget_s=60.0, budget_fits=None,
+                 folds=5,
                  holdout=0.25, holdout_min_rows=2000, rungs=1, keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=100, workers=1, refit=True, random_state=0):
@@ -161,6 +168,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.space = space
         self.trials = trials
         self.budget_s = budget_s
+        self.budget_fits = budget_fits
         self.folds = folds
         self.holdout = holdout
         self.holdout_min_rows = holdout_min_rows
@@ -178,8 +186,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     def fit(self, X, y):
         """Choose a setting on ``(X, y)`` and (``refit``) fit it on all of them."""
         validate_params(self)
-        if self.trials is None and self.budget_s is None:
-            raise ValueError("SearchCV: trials and budget_s are both None: give at least one")
+        if self.trials is None and self.budget_s is None and self.budget_fits is None:
+            raise ValueError("SearchCV: trials, budget_s and budget_fits are all None: give "
+                             "at least one")
         X, y = validate_data(self, X, y, accept_sparse=("csr",), dtype=np.float64)
         check_classification_targets(y)
         space = self._declared() if self.space is None else self.space
@@ -266,7 +275,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                 "trial": int(highest.number), "validation_accuracy": float(highest.value)},
             "validation_rows": min(len(y), n_validation),
             **_study_counts(study, stopped), "workers": workers,
-            "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"]},
+            "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"],
+                       **({"budget_fits": tune["budget_fits"], "fits": sum(
+                           r.get("fit_units", 0.0) for r in records)}
+                          if tune.get("budget_fits") is not None else {})},
             "seconds": seconds, **_procedure(optuna, seed, workers, first, parts),
             "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
             "at_edge": _edges(space, chosen),
@@ -337,7 +349,18 @@ def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
             + (f", the simplest within {tune['simpler_se']} standard error(s) of trial "
                f"{highest.number}'s {100 * highest.value:.2f}%"
                if report["simpler_than"] else "")
-            + ")")
+            + ")" + stopped_note(report))
+
+
+def stopped_note(report: Mapping) -> str:
+    """What ended a selection before its trials, for its result lines: a seconds cap (then
+    the choice may differ on another machine), the fit budget or the noise-floor stop."""
+    budget = report.get("budget") or {}
+    return {"budget": f", cut by tune.budget_s={budget.get('budget_s')}: the choice may "
+                      "differ on another machine",
+            "fits": f", stopped by the budget of {budget.get('budget_fits')} fits",
+            "patience": ", stopped: no gain beyond the validation noise",
+            }.get(report.get("stopped_by"), "")
 
 
 class _WithParams:
@@ -616,9 +639,11 @@ class _Objective:
     trial for the run record."""
 
     def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
-                 shared: bool = False, cache=None):
+                 shared: bool = False, cache=None, budget_fits: float | None = None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
         self.cache = cache  # a TrialCache handed to the fits that take it
+        self.budget_fits, self.running_units = budget_fits, 0.0
+        self.stopped_by: str | None = None  # "fits" when the fit budget stopped the study
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
@@ -655,6 +680,32 @@ class _Objective:
             seconds = max(seconds, _seconds_at(fits[-10:], cost))
         return time.time() + seconds > self.deadline
 
+    def fit_units(self, params: Mapping, rows: int) -> float:
+        """A fit's share of the fit budget, in fits of the first trial's setting on all the
+        training rows of a split: its rows over those, times its declared cost over the
+        first trial's (:func:`fit_cost`; 1 where the space declares none).  Counted, not
+        timed: the same on any machine."""
+        first = self._first_params()
+        cost, base = fit_cost(self.space, params), fit_cost(self.space, first or {})
+        ratio = cost / base if cost and base else 1.0
+        return ratio * rows / len(self.parts[-1][1])
+
+    def _first_params(self) -> Mapping | None:
+        own = [r for r in self.records if r["number"] == 0]
+        if own:
+            return own[0]["params"]
+        trials = self.study.get_trials(deepcopy=False) if self.study is not None else []
+        return next((t.params for t in trials if t.number == 0), None)
+
+    def over_fit_budget(self, units: float) -> bool:
+        """Whether one more fit of ``units`` would pass ``budget_fits`` (a trial has
+        completed: the first always does)."""
+        if self.budget_fits is None or not self.complete():
+            return False
+        spent = sum(r.get("fit_units", 0.0) for r in (
+            *self.records, *(t.user_attrs["record"] for t in self._others())))
+        return spent + self.running_units + units > self.budget_fits + 1e-9
+
     def stop_on_budget(self, study, _trial) -> None:
         self.study = study
         if self.over_budget():
@@ -677,9 +728,13 @@ class _Objective:
             estimator.set_params(history=False)  # monitoring only: the numbers are the same
         scores: list[float] = []
         past = None
+        self.running_units = 0.0
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
-                if self.over_budget(cost):
+                units = self.fit_units(params, len(y_tr))
+                if self.over_fit_budget(units):
+                    self.stopped_by = "fits"
+                if self.stopped_by or self.over_budget(cost):
                     trial.study.stop()
                     raise optuna.TrialPruned()
                 t_fit = time.perf_counter()
@@ -693,6 +748,7 @@ class _Objective:
                 scores.append(accuracy(y_va, fitted.predict(
                     X_va, **self._cache_kw(type(fitted).predict))))
                 self.fits.append((cost, time.perf_counter() - t_fit))
+                self.running_units += units
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
                 trial.report(self.value(scores), 3 ** step if self.rungs else step)
@@ -704,6 +760,7 @@ class _Objective:
                                  "folds_scored": len(scores),
                                  "split_scores": [float(s) for s in scores],
                                  "seconds": time.perf_counter() - t,
+                                 "fit_units": self.running_units,
                                  **({"stopped": f"budget: a fit {past}"} if past else {})})
             if self.shared:
                 trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
@@ -796,7 +853,8 @@ def _optimize(study, settings, make, space, parts, deadline,
     cache = TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
                        eta0_walk=bool(tune.get("eta0_walk")),
                        pass_cap=tune.get("init_max_iter"))
-    objective = _Objective(make, space, parts, deadline, shared, cache)
+    objective = _Objective(make, space, parts, deadline, shared, cache,
+                           tune.get("budget_fits"))
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
@@ -807,8 +865,8 @@ def _optimize(study, settings, make, space, parts, deadline,
             callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
     study.optimize(objective, n_trials=None if limit is None else limit,
                    callbacks=callbacks, catch=CATCH)
-    if patience.stopped:
-        return objective.records, "patience"
+    if patience.stopped or objective.stopped_by:
+        return objective.records, objective.stopped_by or "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit
                                else None)
 

@@ -139,7 +139,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, SIMPLER):  # false is not a number: an error below
+    for key in (PASS_CAP, SIMPLER, "budget_fits"):  # false is not a number: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     if tune.get(STAGED) is not None:
@@ -204,8 +204,13 @@ def _check_settings(s: dict) -> None:
     if s["budget_s"] is not None and (isinstance(s["budget_s"], bool) or not isinstance(
             s["budget_s"], int | float) or not 0 < s["budget_s"] < math.inf):
         bad("budget_s", "a number of seconds > 0 or null")
-    if s["trials"] is None and s["budget_s"] is None:
-        raise ConfigError("tune.trials and tune.budget_s are both null: give at least one")
+    fits = s.get("budget_fits")
+    if fits is not None and (isinstance(fits, bool) or not isinstance(fits, int | float)
+                             or not 0 < fits < math.inf):
+        bad("budget_fits", "a number of fits > 0 or null")
+    if s["trials"] is None and s["budget_s"] is None and fits is None:
+        raise ConfigError("tune.trials, tune.budget_s and tune.budget_fits are all null: "
+                          "give at least one")
     if not isinstance(s["folds"], int) or isinstance(s["folds"], bool) or s["folds"] < 2:
         bad("folds", "an integer >= 2")
     if not isinstance(s["holdout"], int | float) or not 0 < s["holdout"] < 1:
@@ -263,7 +268,8 @@ def cost_warning(config: Mapping, splits: list) -> str | None:
 
     tune = config["tune"]
     trials = tune["trials"]
-    if tune["budget_s"] is not None or trials is None or trials < MANY_TRIALS:
+    if (tune["budget_s"] is not None or tune.get("budget_fits") is not None or trials is None
+            or trials < MANY_TRIALS):
         return None
     model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
     dataset = config["dataset"]["name"]

@@ -85,7 +85,7 @@ def test_a_space_of_lists_strings_and_dimensions():
     (SearchCV(LinearSVMClassifier(), {"C": {"kind": "float", "low": 2, "high": 1}}),
      "expected a list"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, trials=None, budget_s=None),
-     "both None"),
+     "all None"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),
     (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
 ])

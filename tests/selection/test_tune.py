@@ -946,3 +946,74 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
     llsvm = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                        "tune.fixed_first=true", tmp_path=tmp_path))
     assert "fixed_first" not in llsvm["tune"]
+
+
+class _Jittery(_Sleeper):
+    """A linear SVM whose fit first sleeps a random while: the same fits under a load."""
+
+    def __init__(self, C=1.0, delay=0.0):
+        self.C, self.delay = C, delay
+
+    def fit(self, X, y):
+        from llc_bench.models import LinearSVMClassifier
+
+        time.sleep(self.delay * np.random.default_rng().uniform())
+        self.model_ = LinearSVMClassifier(C=self.C).fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def test_a_budget_in_fits_is_the_same_choice_under_any_load():
+    """budget_fits counts fits, not seconds: with fits that take a random extra while, the
+    same trials, scores and choice; the fits stop within the budget (the first trial's five
+    folds count five) and the line says the budget stopped them."""
+    from llc_bench.selection import SearchCV
+    from llc_bench.selection.search import stopped_note
+
+    X, y = _xor(300, 0)
+    X = np.c_[X, X[:, 0] * X[:, 1]]
+    quiet, loaded = (SearchCV(_Jittery(delay=delay), {"C": "tag(log, interval(1e-3, 1e3))"},
+                              trials=None, budget_s=None, budget_fits=12, refit=False,
+                              random_state=3).fit(X, y).report_ for delay in (0.0, 0.03))
+    assert [t["score"] for t in quiet["trials"]] == [t["score"] for t in loaded["trials"]]
+    assert quiet["chosen"] == loaded["chosen"] and quiet["stopped_by"] == "fits"
+    assert 10 <= quiet["budget"]["fits"] <= 12 and quiet["n_trials"] >= 3
+    assert stopped_note(quiet) == ", stopped by the budget of 12 fits"
+
+
+def test_a_fit_counts_its_rows_and_its_declared_cost():
+    """A fit on a third of the rows counts a third; a trial of twice the declared cost
+    (ML3's models per class) counts twice."""
+    from llc_bench.selection.search import _Objective
+
+    parts = [(None, np.zeros(100), None, None), (None, np.zeros(300), None, None)]
+    space = {"n_models": {"kind": "choice", "values": [2, 4], "cost": True}}
+    objective = _Objective(None, space, parts, None, budget_fits=10)
+    objective.records = [{"number": 0, "params": {"n_models": 2}, "folds_scored": 2,
+                          "fit_units": 4 / 3}]
+    assert objective.fit_units({"n_models": 2}, 100) == pytest.approx(1 / 3)
+    assert objective.fit_units({"n_models": 4}, 300) == pytest.approx(2.0)
+    assert not objective.over_fit_budget(8.6)
+    assert objective.over_fit_budget(8.7)
+
+
+def test_a_seconds_cap_says_so_on_the_run_s_lines(tmp_path):
+    """A selection that tune.budget_s ended says so in its tune line and in the run's
+    result line: its choice may differ on another machine."""
+    from llc_bench.experiment.runner import summary_line
+
+    X, y = _xor(600, 0)
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
+                         "tune.budget_s=1", tmp_path=tmp_path)
+    lines = []
+    _, report = select(prepare_config(config), X, np.where(y, 1, -1), _sleeper,
+                       echo=lines.append)
+    assert report["stopped_by"] == "budget"
+    assert "cut by tune.budget_s=1: the choice may differ on another machine" in lines[0]
+    record = {"dataset": "xor", "model": "llsvm", "seed": 0, "config_hash": "h",
+              "metrics": {"test_accuracy": 0.9, "test_hinge": 0.1},
+              "timings": {"train": 0.1, "tune": 1.0, "test_total": 0.01}, "tune": report}
+    assert "(+ tune 1.0s, cut by tune.budget_s=1)" in summary_line(record)
