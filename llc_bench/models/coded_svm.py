@@ -22,9 +22,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..coding.anchors import ANCHOR_METHODS, fit_anchors
 from . import _validation as checks
+from . import grid_search
 from ._base import LinearOnFeaturesMixin, TrialCache, linear_scores
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import cross_validate_C
+from .linear import C_candidates, linear_model_size
 
 #: the constraints of the parameters every coded SVM shares
 SVM_CONSTRAINTS = {
@@ -82,9 +83,9 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         searches it shares, its anchor rows.
 
         ``fit_info_``: timings ("anchors": k-means and the coding's own anchor steps, "encode",
-        "cv", "train"), "selected" (C),
-        "cv_accuracy" (C -> mean CV accuracy), "model_size", "anchors" (k-means
-        info), "coding" (the formulation and parameters used).
+        "cv", "train"), "selected" (C), "cv" (the CV's results table, C=None),
+        "model_size", "anchors" (k-means info), "coding" (the formulation and
+        parameters used).
         """
         checks.validate_params(self)
         X, y = checks.check_fit_data(self, X, y)
@@ -99,17 +100,18 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         counts: dict = {}
         Z = self._codes(X, counts, memo=cache.distances)
         t2 = time.perf_counter()
-        cv_scores = None
+        cv = None
         if self.C is None:
             labels = np.arange(len(self.classes_))
 
-            def fit_fold(Zf, yf, C):
-                W, b = self._fit_codes(Zf, yf, C, seed)
+            def fit_fold(Zf, yf, params):
+                W, b = self._fit_codes(Zf, yf, params["C"], seed)
                 return lambda Zv: checks.labels_from_scores(labels,
                                                             np.asarray(linear_scores(Zv, W, b)))
 
-            cv_scores = cross_validate_C(Z, y, self.C_grid, self.cv_folds, seed, fit_fold)
-            self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
+            cv = grid_search.record(grid_search.kfold_search(
+                Z, y, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), len(y))
+            self.C_ = cv["params"][cv["best_index"]]["C"]
         else:
             self.C_ = float(self.C)
         t3 = time.perf_counter()
@@ -120,11 +122,9 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         self.fit_info_ = {
             "timings": {"anchors": t1 - t0, "encode": t2 - t1, "cv": t3 - t2, "train": t4 - t3},
             "selected": {"C": self.C_},
-            "cv_accuracy": None if cv_scores is None else dict(
-                zip(map(float, self.C_grid), cv_scores, strict=True)),
-            "model_size": {"n_anchors": m, **({"k": coding["k"]} if "k" in coding else {}),
-                           "n_features": int(X.shape[1]),
-                           "n_weights": int(self.coef_.size + np.size(self.intercept_))},
+            "cv": cv,
+            "model_size": {**linear_model_size(self.coef_, self.intercept_, X.shape[1]),
+                           "n_anchors": m, **({"k": coding["k"]} if "k" in coding else {})},
             "anchors": anchor_info,
             "coding": coding,
         }

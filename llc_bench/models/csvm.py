@@ -33,6 +33,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from llc_bench.coding.anchors import fit_anchors
+from llc_bench.models import grid_search
 from llc_bench.models._base import LabelsFromScoresMixin, TrialCache, store_params
 from llc_bench.models._validation import (
     COUNT,
@@ -48,7 +49,7 @@ from llc_bench.models._validation import (
     validate_params,
 )
 from llc_bench.models.liblinear_fit import fit_liblinear
-from llc_bench.models.linear import DEFAULT_C_GRID, cross_validate_C, cv_subsample
+from llc_bench.models.linear import DEFAULT_C_GRID, C_candidates, cv_subsample
 
 
 def assign_clusters(X, centers):
@@ -138,18 +139,18 @@ class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, Classifier
         clusters = assign_clusters(X, self.cluster_centers_)
         Xa = augment(X, clusters, L, self.lambda_, self.bias)
         t1 = time.perf_counter()
-        cv_scores, cv_rows = None, None
+        cv = None
         if self.C is None:
             n_classes = len(self.classes_)
 
-            def fit_fold(Xf, yf, C):
-                W = self._fit_augmented(Xf, yf, C)
+            def fit_fold(Xf, yf, params):
+                W = self._fit_augmented(Xf, yf, params["C"])
                 return lambda Xv: labels_from_scores(np.arange(n_classes), Xv @ W.T)
 
             Xc, yc = cv_subsample(Xa, y, self.cv_max_rows, seed)
-            cv_rows = int(yc.size)
-            cv_scores = cross_validate_C(Xc, yc, self.C_grid, self.cv_folds, seed, fit_fold)
-            self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
+            cv = grid_search.record(grid_search.kfold_search(
+                Xc, yc, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), yc.size)
+            self.C_ = cv["params"][cv["best_index"]]["C"]
         else:
             self.C_ = float(self.C)
         t2 = time.perf_counter()
@@ -171,12 +172,11 @@ class ClusteredSVMClassifier(LabelsFromScoresMixin, SparseInputMixin, Classifier
         self.fit_info_ = {
             "timings": {"cv": t2 - t1, "train": (t1 - t0) + (t3 - t2)},
             "selected": {"C": self.C_, "n_clusters": int(L), "lambda": float(self.lambda_)},
-            "cv_accuracy": None if cv_scores is None else dict(
-                zip(map(float, self.C_grid), cv_scores, strict=True)),
-            "cv_rows": cv_rows,
+            "cv": cv,
             "kmeans": {**kmeans_info, "cluster_sizes": counts.tolist()},
-            "model_size": {"n_weights": int(self.coef_.size + self.intercept_.size),
-                           "n_centers": int(L)},
+            "model_size": {"n_parameters": int(self.coef_.size + self.intercept_.size),
+                           "n_outputs": int(self.intercept_[0].size),
+                           "n_features": int(X.shape[1]), "n_centers": int(L)},
         }
         return self
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
+from llc_bench.models import grid_search
 from llc_bench.models._base import store_params
 from llc_bench.models._validation import (
     FOLDS,
@@ -38,6 +38,11 @@ def _scale_gamma(X) -> float:
     """LIBSVM's customary 1 / (D · Var(X)) (scikit-learn's ``gamma="scale"``)."""
     var = X.multiply(X).mean() - X.mean() ** 2 if hasattr(X, "multiply") else X.var()
     return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+def _stored_values(M) -> int:
+    """The numbers a dense or sparse matrix stores."""
+    return int(M.nnz if hasattr(M, "nnz") else M.size)
 
 
 class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
@@ -91,20 +96,17 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         gammas = ([base * f for f in self.gamma_factors] if self.gamma is None
                   else [float(self.gamma)])
         svc = SVC(kernel="rbf", cache_size=self.cache_size, tol=self.tol)
-        cv_scores = None
+        cv = None
         if len(C_values) * len(gammas) > 1:
             X_cv, y_cv = cv_subsample(X, y, self.cv_max_rows, self.random_state)
-            folds = min(self.cv_folds, int(np.bincount(y_cv).min()))
-            search = GridSearchCV(
-                svc, {"C": C_values, "gamma": gammas},
-                cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=self.random_state),
-                refit=False)
-            search.fit(X_cv, y_cv)
-            best = search.best_params_
-            cv_scores = [
-                {"C": float(p["C"]), "gamma": float(p["gamma"]), "accuracy": float(s)}
-                for p, s in zip(search.cv_results_["params"],
-                                search.cv_results_["mean_test_score"], strict=True)]
+
+            def fit_fold(Xf, yf, params):
+                return clone(svc).set_params(**params).fit(Xf, yf).predict
+
+            candidates = [{"C": float(C), "gamma": float(g)} for C in C_values for g in gammas]
+            cv = grid_search.record(grid_search.kfold_search(
+                X_cv, y_cv, candidates, self.cv_folds, self.random_state, fit_fold), len(y_cv))
+            best = cv["params"][cv["best_index"]]
         else:
             best = {"C": C_values[0], "gamma": gammas[0]}
         t1 = time.perf_counter()
@@ -112,12 +114,17 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         t2 = time.perf_counter()
         self.C_, self.gamma_ = float(best["C"]), float(best["gamma"])
         self.hinge_defined_ = len(self.classes_) == 2
+        svm = self.svc_
         self.fit_info_ = {
             "timings": {"cv": t1 - t0, "train": t2 - t1},
             "selected": {"C": self.C_, "gamma": self.gamma_},
-            "cv_rows": None if cv_scores is None else int(len(y_cv)),
-            "cv_accuracy": cv_scores,
-            "model_size": {"n_support_vectors": int(self.svc_.support_.size)},
+            "cv": cv,
+            # the dual coefficients and intercepts of the one-vs-one machines; the
+            # support vectors they weight are counted apart
+            "model_size": {"n_parameters": int(svm.dual_coef_.size + svm.intercept_.size),
+                           "n_outputs": int(svm.intercept_.size), "n_features": int(X.shape[1]),
+                           "n_support_vectors": int(svm.support_.size),
+                           "n_support_values": _stored_values(svm.support_vectors_)},
         }
         return self
 

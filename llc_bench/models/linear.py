@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import StratifiedKFold, train_test_split
+from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import StrOptions
 
-from llc_bench import progress
+from llc_bench.models import grid_search
 from llc_bench.models._base import LinearOnFeaturesMixin, linear_scores, store_params
 from llc_bench.models._validation import (
     FINITE,
@@ -27,33 +27,17 @@ from llc_bench.models.liblinear_fit import SOLVERS, fit_liblinear
 DEFAULT_C_GRID = tuple(2.0 ** np.arange(-5, 11, 2))
 
 
-def cross_validate_C(X, y, C_grid, folds, seed, fit):
-    """Mean k-fold accuracy for each C; ``fit(X, y, C) -> scorer(X) -> labels``."""
-    splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    counts = np.bincount(y)
-    if counts.min() < folds:
-        splitter = StratifiedKFold(n_splits=max(2, int(counts.min())), shuffle=True,
-                                   random_state=seed)
-    scores = []
-    bar = progress.bar(total=len(C_grid) * splitter.get_n_splits(), desc="CV folds x grid",
-                       unit="fit")
-    for C in C_grid:
-        fold_acc = []
-        for train, val in splitter.split(np.zeros(len(y)), y):
-            with progress.quiet():  # the fits show no bars of their own
-                predict = fit(X[train], y[train], C)
-            fold_acc.append(np.mean(predict(X[val]) == y[val]))
-            bar.update()
-        scores.append(float(np.mean(fold_acc)))
-    bar.close()
-    return scores
+def C_candidates(C_grid) -> list[dict]:
+    """The candidates of a C grid, in its order."""
+    return [{"C": float(C)} for C in C_grid]
 
 
-def grid_edge(grid, best: int) -> bool:
-    """Whether index ``best`` is the smallest or largest value of a grid of > 1 values
-    (a CV choice there may be a grid too narrow: records say so in ``at_grid_edge``)."""
-    values = np.asarray(grid, dtype=float)
-    return len(values) > 1 and values[best] in (values.min(), values.max())
+def linear_model_size(coef, intercept, n_features: int) -> dict:
+    """``fit_info_["model_size"]`` of linear models (one per output) on the features."""
+    coef = np.asarray(coef)
+    return {"n_parameters": int(coef.size + np.size(intercept)),
+            "n_outputs": int(1 if coef.ndim == 1 else coef.shape[-2]),
+            "n_features": int(n_features)}
 
 
 def cv_subsample(X, y, max_rows, seed):
@@ -120,16 +104,17 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
         X, y = check_fit_data(self, X, y)
         seed = self.random_state or 0
         t0 = time.perf_counter()
-        cv_scores = None
+        cv = None
         if self.C is None:
-            def fit_fold(Xf, yf, C):
-                W, b = self._fit_once(Xf, yf, C)
+            def fit_fold(Xf, yf, params):
+                W, b = self._fit_once(Xf, yf, params["C"])
                 return lambda Xv: labels_from_scores(np.arange(len(self.classes_)),
                                                      linear_scores(Xv, W, b))
 
             X_cv, y_cv = cv_subsample(X, y, self.cv_max_rows, seed)
-            cv_scores = cross_validate_C(X_cv, y_cv, self.C_grid, self.cv_folds, seed, fit_fold)
-            self.C_ = float(self.C_grid[int(np.argmax(cv_scores))])
+            cv = grid_search.record(grid_search.kfold_search(
+                X_cv, y_cv, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), len(y_cv))
+            self.C_ = cv["params"][cv["best_index"]]["C"]
         else:
             self.C_ = float(self.C)
         t1 = time.perf_counter()
@@ -138,9 +123,7 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
         self.fit_info_ = {
             "timings": {"cv": t1 - t0, "train": t2 - t1},
             "selected": {"C": self.C_},
-            "cv_rows": None if cv_scores is None else int(len(y_cv)),
-            "cv_accuracy": None if cv_scores is None else dict(
-                zip(map(float, self.C_grid), cv_scores, strict=True)),
-            "model_size": {"n_weights": int(self.coef_.size + np.size(self.intercept_))},
+            "cv": cv,
+            "model_size": linear_model_size(self.coef_, self.intercept_, X.shape[1]),
         }
         return self

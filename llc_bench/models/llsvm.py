@@ -42,6 +42,7 @@ and ``fit_info_``:
       (mean k* of the codes) and, from epoch 1, "sgd_mean_k" (mean k* over
       the epoch's SGD steps, JO Fig. 3);
     model_size: n_anchors, k, n_outputs, n_features, n_parameters;
+    selected: the λ used; cv (with ``lambda_grid``): the λ CV's results table;
     anchors / coding / init / sgd: the settings actually used (effective m,
       β, LIBLINEAR C and subsample, t0, bias_scale, skip, steps);
     notes: human-readable remarks (init subsample, capped m or k).
@@ -74,6 +75,7 @@ from ..coding.local import (
     coding_from_params,
 )
 from ..data.rows import SAMPLE_ROWS, ArraySource, RowSource
+from . import grid_search
 from ._base import TrialCache, store_params
 from ._validation import (
     COUNT,
@@ -89,7 +91,7 @@ from ._validation import (
 )
 from .history import History, accuracy, mean_hinge
 from .kronecker import DEFAULT_MAX_NNZ, INIT_SOLVERS, liblinear_init
-from .linear import cross_validate_C, cv_subsample, grid_edge
+from .linear import cv_subsample
 from .sgd_batches import stream_batches
 from .sgd_epoch import decision_from_codes, labels_matrix
 from .sgd_training import Epoch, SGDOptions, SGDTraining
@@ -121,7 +123,7 @@ def _timed(seconds: dict, phase: str):
 
 
 def _index_predict(predict, classes):
-    """A predict function that returns class indices (what ``cross_validate_C`` compares)."""
+    """A predict function that returns class indices (what the λ CV compares)."""
     return lambda X: np.searchsorted(classes, predict(X))
 
 
@@ -235,19 +237,16 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         if len(grid) == 1:
             return grid[0]
 
-        def fit_fold(Xf, yf, lam):
-            fold = clone(self).set_params(lambda_=lam, lambda_grid=None, history=False)
-            return fold.fit(Xf, self.classes_[yf], trial_cache=trial_cache).predict
+        def fit_fold(Xf, yf, params):
+            fold = clone(self).set_params(**params, lambda_grid=None, history=False)
+            return _index_predict(fold.fit(Xf, self.classes_[yf], trial_cache=trial_cache)
+                                  .predict, self.classes_)
 
         X_cv, y_cv = cv_subsample(X, y_idx, self.cv_max_rows, seed)
-        scores = cross_validate_C(X_cv, y_cv, grid, int(self.cv_folds), seed,
-                                  lambda Xf, yf, lam: _index_predict(fit_fold(Xf, yf, lam),
-                                                                     self.classes_))
-        best = int(np.argmax(scores))
-        info["cv"] = {"lambda": grid[best], "folds": int(self.cv_folds), "rows": len(y_cv),
-                      "accuracy": dict(zip(map(str, grid), scores, strict=True)),
-                      "at_grid_edge": ["lambda_"] if grid_edge(grid, best) else []}
-        return grid[best]
+        candidates = [{"lambda_": lam} for lam in grid]
+        info["cv"] = grid_search.record(grid_search.kfold_search(
+            X_cv, y_cv, candidates, int(self.cv_folds), seed, fit_fold), len(y_cv))
+        return grid[info["cv"]["best_index"]]
 
     @staticmethod
     def _prepare_X(X):
@@ -292,6 +291,7 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
         cache = TrialCache(memo=False) if trial_cache is None else trial_cache
         with _timed(seconds, "cv"):
             lam = self._select_lambda(X, y_si, seeds.anchors, info, trial_cache)
+        info["selected"] = {"lambda_": lam}
         with _timed(seconds, "anchors"):
             self.anchors_, info["anchors"] = self._fit_anchors(X, y_si, seeds.anchors, cache)
         with _timed(seconds, "encode"):

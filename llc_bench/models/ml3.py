@@ -39,7 +39,6 @@ from numbers import Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.model_selection import StratifiedKFold
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
@@ -47,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
 from ..coding.local import row_sq_norms
+from . import grid_search
 from ._base import check_deadline, store_params
 from ._ml3_kernel import latent_scores_rows, sgd_epoch, sgd_epoch_csr
 from ._validation import (
@@ -303,7 +303,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         ``timings`` (seconds: cv, init, cccp, history), ``history`` (one entry
         per CCCP iteration: iteration, objective = lambda/2 ||W||^2 + mean
         eq. 9b hinge, train_error, test_error when ``eval_set`` is given,
-        sgd_violations), and ``model_size`` (n_models, n_params).
+        sgd_violations), ``selected`` (lambda), ``cv`` (with ``lambda_grid``: the λ CV's
+        results table) and ``model_size`` (n_parameters, n_outputs, n_features, n_models).
     """
 
     #: the declared search space (conf/search/ml3.yaml) SearchCV takes by default
@@ -374,9 +375,9 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
 
     def _select_lambda(self, X, y_enc, trial_cache=None) -> tuple[float, dict]:
         """λ: ``lambda_`` (None: 1 / n), or the ``lambda_grid`` multiple of 1 / n with the
-        lowest CV error (on ≤ ``cv_max_rows`` rows); the CV's errors and rows."""
+        lowest CV error (on ≤ ``cv_max_rows`` rows); ``{"cv": the CV's record}``."""
         n = X.shape[0]
-        cv = {"cv_error": None, "cv_rows": None}
+        cv = {"cv": None}
         if self.lambda_grid is not None and len(self.lambda_grid) == 1:
             return float(self.lambda_grid[0]) / n, cv  # nothing to choose: no CV
         if self.lambda_grid is None:
@@ -385,10 +386,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         grid = [g / y_cv.size for g in self.lambda_grid]
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
-        lam_cv, cv["cv_error"] = select_lambda(X_cv, y_cv, grid, folds=self.cv_folds,
-                                               random_state=self.random_state,
-                                               trial_cache=trial_cache, **params)
-        cv["cv_rows"] = int(y_cv.size)
+        cv["cv"] = grid_search.record(_lambda_cv(X_cv, y_cv, grid, self.cv_folds,
+                                                 self.random_state, trial_cache, **params),
+                                      y_cv.size)
+        lam_cv = cv["cv"]["params"][cv["cv"]["best_index"]]["lambda"]
         return lam_cv * y_cv.size / n, cv  # the same multiple of 1 / n on all rows
 
     def _test_rows(self, eval_set):
@@ -444,7 +445,8 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             "selected": {"lambda": run.lam},
             **cv,
             "history": history.entries,
-            "model_size": {"n_models": run.m, "n_params": int(run.W.size)},
+            "model_size": {"n_parameters": int(run.W.size), "n_outputs": int(run.n_classes),
+                           "n_features": int(run.W.shape[-1] - 1), "n_models": run.m},
         }
 
     def _record(self, history, iteration, W, Xe, y_enc, lam, p, test, n_viol):
@@ -487,20 +489,23 @@ def select_lambda(X, y, grid, folds=5, random_state=None, trial_cache=None, **pa
     ``params`` are passed to :class:`ML3Classifier` (e.g. n_models, p, n_iter);
     the folds and every fit share ``random_state`` (and ``trial_cache``).  Returns
     ``(best_lambda, {lambda: mean CV error})``; ties go to the first grid value.
-    (``sklearn.model_selection.GridSearchCV`` over ``lambda_`` works as well.)
     """
+    table = _lambda_cv(X, y, grid, folds, random_state, trial_cache, **params)
+    errors = {p["lambda"]: 1.0 - float(acc)
+              for p, acc in zip(table["params"], table["mean_test_score"], strict=True)}
+    return table["params"][grid_search.best_index(table)]["lambda"], errors
+
+
+def _lambda_cv(X, y, grid, folds, random_state, trial_cache=None, **params) -> dict:
+    """The results table of ML3 fits at each λ of ``grid`` (candidates {"lambda": λ})."""
     X = X.tocsr() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
-    folds_ok = min(folds, int(np.bincount(np.unique(y, return_inverse=True)[1]).min()))
-    cv = StratifiedKFold(n_splits=max(2, folds_ok), shuffle=True, random_state=random_state)
-    splits = list(cv.split(X, y))
-    errors = {}
-    for lam in grid:
-        errs = []
-        for tr, va in splits:
-            clf = ML3Classifier(lambda_=lam, random_state=random_state, **params)
-            clf.fit(X[tr], y[tr], trial_cache=trial_cache)
-            errs.append(np.mean(clf.predict(X[va]) != y[va]))
-        errors[float(lam)] = float(np.mean(errs))
-    best = min(errors, key=errors.get)
-    return best, errors
+    splits = grid_search.kfold_splits(np.unique(y, return_inverse=True)[1], folds,
+                                      random_state)
+
+    def fit(X_tr, y_tr, candidate):
+        return ML3Classifier(lambda_=candidate["lambda"], random_state=random_state,
+                             **params).fit(X_tr, y_tr, trial_cache=trial_cache).predict
+
+    return grid_search.search_grid([{"lambda": float(lam)} for lam in grid],
+                                   grid_search.fold_scorer(X, y, splits, fit), len(splits))

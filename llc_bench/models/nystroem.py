@@ -54,6 +54,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..coding.anchors import fit_anchors
+from . import grid_search
 from ._base import LinearOnFeaturesMixin, TrialCache, linear_scores, store_params
 from ._validation import (
     COUNT,
@@ -68,7 +69,7 @@ from ._validation import (
 )
 from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, _scale_gamma
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import cross_validate_C
+from .linear import linear_model_size
 
 LANDMARKS = ("kmeans", "random")
 
@@ -171,10 +172,10 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
         """Landmarks, (γ, C) by CV when not given, then LIBLINEAR on Φ(X).
 
         ``fit_info_``: timings ("landmarks", "cv", "features": the final map and
-        Φ(X_train), "train"), "selected" (gamma, C), "cv_accuracy" (list of
-        {gamma, C, accuracy}), "model_size" (n_components, rank, n_weights), "landmarks".
-        ``trial_cache`` (``_base.TrialCache``, a search's trial): the k-means landmarks it
-        shares, its anchor rows.
+        Φ(X_train), "train"), "selected" (gamma, C), "cv" (the CV's results table over
+        γ x C), "model_size" (n_parameters, n_outputs, n_features, n_components, rank),
+        "landmarks".  ``trial_cache`` (``_base.TrialCache``, a search's trial): the k-means
+        landmarks it shares, its anchor rows.
         """
         validate_params(self)
         X, y = check_fit_data(self, X, y)
@@ -190,22 +191,28 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
         gammas = ([_scale_gamma(X) * f for f in self.gamma_factors] if self.gamma is None
                   else [float(self.gamma)])
         Cs = list(self.C_grid) if self.C is None else [float(self.C)]
-        cv_scores = None
+        cv = None
         if len(gammas) * len(Cs) > 1:
             labels = np.arange(len(self.classes_))
 
-            def fit_fold(Ff, yf, C):
-                W, b = self._fit_features(Ff, yf, C, seed)
+            def fit_fold(Ff, yf, params):
+                W, b = self._fit_features(Ff, yf, params["C"], seed)
                 return lambda Fv: labels_from_scores(labels, np.asarray(linear_scores(Fv, W, b)))
 
-            cv_scores = []
-            for g in gammas:
-                self._build_map(X, g, seed)
-                acc = cross_validate_C(self._features(X), y, Cs, self.cv_folds, seed, fit_fold)
-                cv_scores += [{"gamma": float(g), "C": float(C), "accuracy": a}
-                              for C, a in zip(Cs, acc, strict=True)]
-            best = max(cv_scores, key=lambda s: s["accuracy"])  # first of ties: smaller γ, C
-            gamma, self.C_ = best["gamma"], best["C"]
+            splits, features = grid_search.kfold_splits(y, self.cv_folds, seed), {}
+
+            def score(params):  # the map is rebuilt once per γ (the C's of a γ follow)
+                if params["gamma"] not in features:
+                    features.clear()
+                    self._build_map(X, params["gamma"], seed)
+                    features[params["gamma"]] = self._features(X)
+                return grid_search.fold_scorer(features[params["gamma"]], y, splits,
+                                               fit_fold)(params)
+
+            candidates = [{"gamma": float(g), "C": float(C)} for g in gammas for C in Cs]
+            cv = grid_search.record(grid_search.search_grid(candidates, score, len(splits)),
+                                    len(y))
+            gamma, self.C_ = cv["params"][cv["best_index"]].values()  # ties: smaller γ, C
         else:
             gamma, self.C_ = gammas[0], float(Cs[0])
         t2 = time.perf_counter()
@@ -218,10 +225,10 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
             "timings": {"landmarks": t1 - t0, "cv": t2 - t1, "features": t3 - t2,
                         "train": t4 - t3},
             "selected": {"gamma": self.gamma_, "C": self.C_},
-            "cv_accuracy": cv_scores,
-            "model_size": {"n_components": int(self.landmarks_.shape[0]),
-                           "rank": int(F.shape[1]),
-                           "n_weights": int(self.coef_.size + np.size(self.intercept_))},
+            "cv": cv,
+            "model_size": {**linear_model_size(self.coef_, self.intercept_, X.shape[1]),
+                           "n_components": int(self.landmarks_.shape[0]),
+                           "rank": int(F.shape[1])},
             "landmarks": landmark_info,
         }
         return self

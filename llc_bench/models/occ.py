@@ -50,6 +50,7 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..coding.occ import SVD_METHODS, VARIANTS, as_local_code, fit_bases, occ_codes
+from . import grid_search
 from ._base import TrialCache, store_params
 from ._validation import (
     COUNT,
@@ -75,7 +76,7 @@ from .kronecker import (
     split_weights,
 )
 from .liblinear_fit import fit_liblinear
-from .linear import DEFAULT_C_GRID, cross_validate_C, grid_edge
+from .linear import DEFAULT_C_GRID, C_candidates
 from .objective import ova_hinge, regulariser
 from .sgd_epoch import decision_from_codes, labels_matrix
 from .sgd_training import SGDOptions, SGDTraining
@@ -173,8 +174,9 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         basis + encode + build + train), "history" (sgd: one entry per epoch),
         "model_size", "coding" (per basis: requested M, M used, rank, SVD method),
         "solver" (LIBLINEAR: C, loss, memory estimate, subsample; sgd: t0, steps, ...),
-        "cv" (C=None), "notes" (capped M, subsample).  ``trial_cache``
-        (``_base.TrialCache``, a search's trial; sgd): its deadline and η0 walk.
+        "selected" (liblinear: C), "cv" (C=None: the CV's results table), "notes" (capped
+        M, subsample).  ``trial_cache`` (``_base.TrialCache``, a search's trial; sgd): its
+        deadline and η0 walk.
         """
         validate_params(self)
         variant = self._variant()
@@ -194,6 +196,8 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             t = time.perf_counter()
             C = self._select_C(X, y_idx, seed_cv, info)
             timings["cv"] = time.perf_counter() - t
+        if self.solver == "liblinear":
+            info["selected"] = {"C": float(C)}
 
         t = time.perf_counter()
         self.bases_ = fit_bases(X, y_idx, n_classes, variant, self.n_basis, self.svd, seed_svd)
@@ -238,17 +242,13 @@ class OCCClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         if len(self.C_grid) == 1:  # one value: nothing to choose
             return float(self.C_grid[0])
 
-        def fit_fold(Xf, yf, C):
-            est = clone(self).set_params(C=C, history=False, random_state=seed).fit(Xf, yf)
-            return est.predict
+        def fit_fold(Xf, yf, params):
+            est = clone(self).set_params(C=params["C"], history=False, random_state=seed)
+            return est.fit(Xf, yf).predict
 
-        scores = cross_validate_C(X, y_idx, self.C_grid, self.cv_folds, seed, fit_fold)
-        C = float(self.C_grid[int(np.argmax(scores))])
-        info["cv"] = {"C": C, "folds": int(self.cv_folds),
-                      "accuracy": dict(zip(map(float, self.C_grid), scores, strict=True)),
-                      "at_grid_edge": ["C"] if grid_edge(self.C_grid, int(np.argmax(scores)))
-                      else []}
-        return C
+        info["cv"] = grid_search.record(grid_search.kfold_search(
+            X, y_idx, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), len(y_idx))
+        return info["cv"]["params"][info["cv"]["best_index"]]["C"]
 
     def _fit_liblinear(self, X, y_idx, groups, C, seed_sub, seed_fit, timings, info):
         kron = self.features == "kronecker"

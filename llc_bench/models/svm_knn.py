@@ -35,6 +35,7 @@ from sklearn.neighbors import BallTree, KDTree, NearestNeighbors
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from llc_bench.models import grid_search
 from llc_bench.models._base import store_params
 from llc_bench.models._validation import (
     COUNT,
@@ -140,7 +141,8 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit / predict
 
     def _cross_validate(self, X, y, K_values, C_values, seed):
-        """Leave-one-out accuracy of every (K, C) on a random subsample of the training set."""
+        """``fit_info_["cv"]``: the leave-one-out accuracy of every (K, C) on a random
+        subsample of the training set (one split of the results table)."""
         n = X.shape[0]
         rng = np.random.RandomState(seed)
         m = min(int(self.n_cv_points), n)
@@ -153,15 +155,20 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         own[none, -1] = True
         dist = dist[~own].reshape(m, k_max)
         idx = idx[~own].reshape(m, k_max)
-        results, n_local = [], 0
-        for K in K_values:
-            for C in C_values:
-                scores, fits = self._local_scores(X[val], dist, idx, K, C)
-                n_local += fits
-                acc = float(np.mean(labels_from_scores(np.arange(len(self.classes_)), scores)
-                                    == y[val]))
-                results.append({"K": int(K), "C": float(C), "accuracy": acc})
-        return results, m, n_local
+        n_local = 0
+
+        def score(params):
+            nonlocal n_local
+            scores, fits = self._local_scores(X[val], dist, idx, params["n_neighbors"],
+                                              params["C"])
+            n_local += fits
+            yield np.mean(labels_from_scores(np.arange(len(self.classes_)), scores) == y[val])
+
+        candidates = [{"n_neighbors": int(K), "C": float(C)} for K in K_values for C in C_values]
+        table = grid_search.search_grid(candidates, score, 1)
+        return grid_search.record(
+            table, n, protocol="leave-one-out on a random subsample of the training split",
+            n_validation_points=m, local_svms_trained=n_local)
 
     def fit(self, X, y, eval_set=None):
         validate_params(self)
@@ -178,11 +185,11 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         # K is capped by the training points available (n - 1 during leave-one-out)
         cv_K = sorted({max(1, min(int(k), n - 1)) for k in grid_K})
         C_values = [float(self.C)] if self.C is not None else [float(c) for c in self.C_grid]
-        cv_results, n_val, n_local = None, 0, 0
+        cv = None
         if len(cv_K) * len(C_values) > 1:
-            cv_results, n_val, n_local = self._cross_validate(X, y, cv_K, C_values, seed)
-            best = max(cv_results, key=lambda r: r["accuracy"])  # first best: smallest K, C
-            self.n_neighbors_, self.C_ = best["K"], best["C"]
+            cv = self._cross_validate(X, y, cv_K, C_values, seed)
+            best = cv["params"][cv["best_index"]]  # first best: smallest K, C
+            self.n_neighbors_, self.C_ = best["n_neighbors"], best["C"]
         else:
             self.n_neighbors_ = max(1, min(int(grid_K[0]), n))
             self.C_ = C_values[0]
@@ -192,11 +199,11 @@ class SVMKNNClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
             # is lazy, all local SVMs are trained at test time
             "timings": {"cv": t2 - t1, "train": t1 - t0},
             "selected": {"n_neighbors": int(self.n_neighbors_), "C": self.C_},
-            "cv": None if cv_results is None else {
-                "protocol": "leave-one-out on a random subsample of the training split",
-                "n_validation_points": n_val, "local_svms_trained": n_local,
-                "results": cv_results},
-            "model_size": {"n_stored_points": int(n),
+            "cv": cv,
+            # lazy: no numbers are learned at fit, the local SVMs are trained at prediction
+            "model_size": {"n_parameters": 0, "n_outputs": 1 if len(self.classes_) == 2
+                           else len(self.classes_), "n_features": int(X.shape[1]),
+                           "n_stored_points": int(n),
                            "n_stored_values": int(X.nnz if sp.issparse(X) else X.size)},
         }
         return self

@@ -377,25 +377,14 @@ class _WithParams:
 def cv_results(records: list, states: Mapping, n_splits: int) -> dict:
     """scikit-learn's search-result table from the trials' records: one row per trial, in
     trial order; a split not scored (pruned, stopped, failed) is nan."""
+    from llc_bench.models.grid_search import results_table
+
     rows = sorted(records, key=lambda r: r["number"])
-    split = np.full((len(rows), n_splits), np.nan)
-    for i, row in enumerate(rows):
-        scores = row.get("split_scores") or ()
-        split[i, :len(scores)] = scores
-    state = [states.get(r["number"], "FAIL") for r in rows]
-    mean = np.array([r["score"] if s == "COMPLETE" else np.nan
-                     for r, s in zip(rows, state, strict=True)], dtype=float)
-    order = np.where(np.isnan(mean), -np.inf, mean)
-    rank = np.array([1 + int(np.sum(order > v)) for v in order], dtype=np.int32)
-    out = {"params": [dict(r["params"]) for r in rows]}
-    for key in (rows[0]["params"] if rows else {}):
-        out[f"param_{key}"] = np.array([r["params"].get(key) for r in rows], dtype=object)
-    out.update({f"split{i}_test_score": split[:, i] for i in range(n_splits)})
-    out.update({"mean_test_score": mean, "rank_test_score": rank,
-                "mean_fit_time": np.array([r["seconds"] / max(1, r["folds_scored"])
-                                           for r in rows]),
-                "state": state})
-    return out
+    return results_table([r["params"] for r in rows],
+                         [r.get("split_scores") or () for r in rows], n_splits=n_splits,
+                         states=[states.get(r["number"], "FAIL") for r in rows],
+                         fit_seconds=[r["seconds"] for r in rows],
+                         scores=[r["score"] for r in rows])
 
 
 def _conf_dir() -> Path:

@@ -2,7 +2,9 @@
 
 A CV choice at the smallest or largest grid value may mean the grid is too narrow (the
 linear C grid once stopped at 2^-5, where CV kept choosing its low edge).  Every
-estimator records its CV in ``fit_info`` in one of a few shapes; :func:`grid_edges` reads
+estimator now records its CV in ``fit_info["cv"]`` as :mod:`llc_bench.models.grid_search`
+writes it (the results table with ``at_grid_edge``); older records have a few other shapes
+(``cv_accuracy``, ``cv_error``, SVM-KNN's ``cv["results"]``): :func:`grid_edges` reads
 them all, so old records are checked the same way as new ones.
 """
 
@@ -25,8 +27,9 @@ def grid_edges(fit_info: Mapping | None) -> list[str]:
         return []
     edges: list[str] = []
     cv = fit_info.get("cv")
-    if isinstance(cv, Mapping) and "at_grid_edge" in cv:  # llc_sgd, OCC: recorded at fit
+    if isinstance(cv, Mapping) and "at_grid_edge" in cv:  # recorded at fit (grid_search)
         return list(cv["at_grid_edge"])
+    # older records: the edges from the selection and the CV's scores
     selected = fit_info.get("selected") or {}
     scores = fit_info.get("cv_accuracy", fit_info.get("cv_error"))
     if isinstance(cv, Mapping) and isinstance(cv.get("results"), list):

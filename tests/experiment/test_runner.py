@@ -51,7 +51,7 @@ def test_record_contents_and_determinism(tmp_path):
     second = runner.run_experiment({**cfg, "force": True}, echo=lambda line: None)
     assert first["metrics"] == second["metrics"]
     assert first["seed"] == 3 and first["model"] == "linear" and first["dataset"] == "banana"
-    assert 0.0 <= first["metrics"]["test_hinge"] and first["model_size"]["n_weights"] == 3
+    assert 0.0 <= first["metrics"]["test_hinge"] and first["model_size"]["n_parameters"] == 3
     revision = first["code_revision"]  # the tests run from a git checkout
     assert len(revision["commit"]) == 40 and isinstance(revision["dirty"], bool)
 

@@ -43,7 +43,7 @@ def test_linear_cv_picks_from_grid_and_is_deterministic():
     a = LinearSVMClassifier(C=None, C_grid=(0.01, 1.0, 100.0), random_state=4).fit(X, y)
     b = LinearSVMClassifier(C=None, C_grid=(0.01, 1.0, 100.0), random_state=4).fit(X, y)
     assert a.C_ in (0.01, 1.0, 100.0)
-    assert set(a.fit_info_["cv_accuracy"]) == {0.01, 1.0, 100.0}
+    assert a.fit_info_["cv"]["param_C"] == [0.01, 1.0, 100.0]
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
@@ -76,7 +76,7 @@ def test_kernel_cv_grid_and_multiclass():
     X, y = blobs(3, n=150, seed=8)
     model = KernelSVMClassifier(C_grid=(1.0, 10.0), gamma_factors=(0.5, 2.0)).fit(X, y)
     assert model.C_ in (1.0, 10.0)
-    assert len(model.fit_info_["cv_accuracy"]) == 4
+    assert len(model.fit_info_["cv"]["params"]) == 4
     assert not model.hinge_defined_
     assert model.score(X, y) > 0.9
 
@@ -116,7 +116,7 @@ def test_trailing_zero_features_get_zero_weights():
 def test_cv_on_a_subsample_then_the_final_fit_on_all_rows(make):
     X, y = blobs(2, n=300, seed=11)
     model = make().fit(X, y)
-    assert model.fit_info_["cv_rows"] == 120
+    assert model.fit_info_["cv"]["rows"] == 120
     fixed = make().set_params(C=model.C_, cv_max_rows=None)
     if isinstance(model, KernelSVMClassifier):
         fixed.set_params(gamma=model.gamma_)

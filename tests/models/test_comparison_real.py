@@ -17,7 +17,7 @@ def test_svm_knn_on_banana(tmp_path, mirror):
     selected = record["fit_info"]["selected"]  # K and the local C by leave-one-out
     C_grid = record["config"]["trainer"]["C_grid"]
     assert selected["n_neighbors"] in (20, 40, 80) and selected["C"] in C_grid
-    assert len(C_grid) == 6 and len(record["fit_info"]["cv"]["results"]) == 3 * len(C_grid)
+    assert len(C_grid) == 6 and len(record["fit_info"]["cv"]["params"]) == 3 * len(C_grid)
     assert record["fit_info"]["cv"]["n_validation_points"] == 1000
     assert record["timings"]["test_total"] > 0
 
@@ -29,7 +29,7 @@ def test_csvm_on_banana(tmp_path, mirror):
     assert m["test_accuracy"] >= 0.89
     assert m["test_hinge"] < 0.35
     assert record["fit_info"]["selected"]["n_clusters"] == 16  # conf/tuned/csvm_banana.yaml
-    assert record["model_size"]["n_weights"] == 16 * 3
+    assert record["model_size"]["n_parameters"] == 16 * 3
 
 
 def test_csvm_on_magic04(tmp_path, mirror):

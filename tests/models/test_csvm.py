@@ -133,9 +133,9 @@ def test_beats_linear_svm_on_xor_and_is_deterministic():
     assert a.score(X_test, y_test) >= 0.9 and linear <= 0.65
     np.testing.assert_array_equal(a.decision_function(X_test), b.decision_function(X_test))
     info = a.fit_info_
-    assert info["selected"]["C"] in (0.5, 8.0) and set(info["cv_accuracy"]) == {0.5, 8.0}
+    assert info["selected"]["C"] in (0.5, 8.0) and info["cv"]["param_C"] == [0.5, 8.0]
     assert sum(info["kmeans"]["cluster_sizes"]) == 800
-    assert info["model_size"]["n_weights"] == 8 * 3
+    assert info["model_size"]["n_parameters"] == 8 * 3
 
 
 def test_sparse_equals_dense():

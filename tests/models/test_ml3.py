@@ -177,7 +177,8 @@ def test_binary_decision_history_and_model_size():
     margins = np.where(labels == "pos", 1, -1) * clf.decision_function(X)
     obj = 0.5 * clf.lambda_used_ * np.sum(clf.W_**2) + np.maximum(0, 1 - margins).mean()
     assert last["objective"] == pytest.approx(obj, rel=1e-10)
-    assert info["model_size"] == {"n_models": 2, "n_params": 12}
+    assert info["model_size"] == {"n_parameters": 12, "n_outputs": 2, "n_features": 2,
+                                  "n_models": 2}
     assert clf.lambda_used_ == pytest.approx(1 / 150)
     assert clf.hinge_defined_
 
@@ -207,9 +208,9 @@ def test_lambda_grid_selects_by_cross_validation():
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     clf = ML3Classifier(n_models=2, p=1.0, n_iter=3, lambda_grid=(0.1, 10.0), cv_folds=3,
                         random_state=0).fit(X, y)
-    grid = {0.1 / 120, 10.0 / 120}
-    assert set(clf.fit_info_["cv_error"]) == grid
-    assert clf.lambda_used_ == min(clf.fit_info_["cv_error"], key=clf.fit_info_["cv_error"].get)
+    cv = clf.fit_info_["cv"]
+    assert cv["param_lambda"] == [0.1 / 120, 10.0 / 120] and cv["folds"] == 3
+    assert clf.lambda_used_ == cv["param_lambda"][int(np.argmax(cv["mean_test_score"]))]
     with pytest.raises(ValueError, match="not both"):
         ML3Classifier(lambda_=0.1, lambda_grid=(1.0,)).fit(X, y)
 
@@ -222,13 +223,13 @@ def test_cv_on_a_subsample_carries_the_selected_multiple_to_all_rows():
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     clf = ML3Classifier(n_models=2, p=1.0, n_iter=3, lambda_grid=(0.1, 10.0), cv_folds=3,
                         cv_max_rows=60, random_state=0).fit(X, y)
-    assert clf.fit_info_["cv_rows"] == 60
-    assert set(clf.fit_info_["cv_error"]) == {0.1 / 60, 10.0 / 60}
-    best = min(clf.fit_info_["cv_error"], key=clf.fit_info_["cv_error"].get)
+    cv = clf.fit_info_["cv"]
+    assert cv["rows"] == 60 and cv["param_lambda"] == [0.1 / 60, 10.0 / 60]
+    best = cv["param_lambda"][cv["best_index"]]
     assert clf.lambda_used_ == pytest.approx(best * 60 / 240)
     full = ML3Classifier(n_models=2, p=1.0, n_iter=3, lambda_grid=(0.1, 10.0), cv_folds=3,
                          random_state=0).fit(X, y)
-    assert full.fit_info_["cv_rows"] == 240
+    assert full.fit_info_["cv"]["rows"] == 240
     with pytest.raises(ValueError, match="cv_max_rows"):
         ML3Classifier(lambda_grid=(1.0,), cv_max_rows=1).fit(X, y)
 
@@ -239,7 +240,7 @@ def test_a_one_value_lambda_grid_is_that_multiple_of_one_over_n_without_cv():
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     one = ML3Classifier(n_models=2, n_iter=3, lambda_grid=(30.0,), random_state=0).fit(X, y)
     fixed = ML3Classifier(n_models=2, n_iter=3, lambda_=30.0 / 120, random_state=0).fit(X, y)
-    assert one.lambda_used_ == pytest.approx(30.0 / 120) and one.fit_info_["cv_error"] is None
+    assert one.lambda_used_ == pytest.approx(30.0 / 120) and one.fit_info_["cv"] is None
     np.testing.assert_allclose(one.W_, fixed.W_)
 
 

@@ -65,7 +65,7 @@ def test_solves_moons_where_a_linear_svm_cannot_and_cv_picks_from_the_grids():
     info = est.fit_info_
     assert info["selected"]["C"] in (1.0, 100.0)
     assert any(np.isclose(info["selected"]["gamma"], _scale_gamma(X) * f) for f in (0.3, 3.0))
-    assert len(info["cv_accuracy"]) == 4
+    assert len(info["cv"]["params"]) == 4
     assert set(info["timings"]) == {"landmarks", "cv", "features", "train"}
     assert info["model_size"]["n_components"] == 50
 
@@ -79,7 +79,7 @@ def test_multiclass_sparse_and_determinism():
     b = NystroemSVMClassifier(**kw).fit(X, y)
     assert a.decision_function(X).shape == (300, 3)
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
-    assert a.fit_info_["cv_accuracy"] is None  # nothing to choose
+    assert a.fit_info_["cv"] is None  # nothing to choose
     s = NystroemSVMClassifier(**kw).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(s.decision_function(sp.csr_matrix(X)), a.decision_function(X),
                                atol=1e-8)

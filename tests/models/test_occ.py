@@ -216,8 +216,9 @@ def test_cv_selects_C_from_the_grid():
     est = OCCClassifier(n_basis=3, features="codes", C=None, C_grid=(0.1, 10.0), cv_folds=3,
                         random_state=0).fit(X, y)
     cv = est.fit_info_["cv"]
-    assert cv["C"] in (0.1, 10.0) and set(cv["accuracy"]) == {0.1, 10.0}
-    assert est.fit_info_["solver"]["C"] == cv["C"]
+    C = cv["params"][cv["best_index"]]["C"]
+    assert C in (0.1, 10.0) and cv["param_C"] == [0.1, 10.0]
+    assert est.fit_info_["solver"]["C"] == C == est.fit_info_["selected"]["C"]
 
 
 def test_variant_coding_and_bad_parameters():

@@ -73,7 +73,8 @@ def test_leave_one_out_excludes_the_point_itself():
     loo = np.mean(y[d2.argmin(axis=1)] == y)
     cv = model.fit_info_["cv"]
     assert cv["n_validation_points"] == 80
-    assert cv["results"][0] == {"K": 1, "C": 1.0, "accuracy": pytest.approx(loo)}
+    assert cv["params"][0] == {"n_neighbors": 1, "C": 1.0}
+    assert cv["split0_test_score"][0] == cv["mean_test_score"][0] == pytest.approx(loo)
 
 
 def test_cv_picks_from_the_grid_on_a_subsample():
@@ -82,7 +83,7 @@ def test_cv_picks_from_the_grid_on_a_subsample():
                              random_state=3).fit(X, y)
     info = model.fit_info_
     assert model.n_neighbors_ in (5, 20) and model.C_ in (0.1, 10.0)
-    assert info["cv"]["n_validation_points"] == 100 and len(info["cv"]["results"]) == 4
+    assert info["cv"]["n_validation_points"] == 100 and len(info["cv"]["params"]) == 4
     assert info["selected"] == {"n_neighbors": model.n_neighbors_, "C": model.C_}
     assert set(info["timings"]) == {"cv", "train"}
 
