@@ -48,15 +48,36 @@ def test_python_examples_run(code, page, monkeypatch):
     exec(compile(code, page, "exec"), namespace)  # noqa: S102 - our own docs
 
 
-def test_the_quick_start_output_is_a_real_run(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def make_run(tmp_path_factory):
+    """`make run` (`llc-bench run -m model=linear,llsvm`, banana) once for the module, in a
+    scratch working directory: (that directory, exit code, stdout, stderr)."""
+    import contextlib
+    import io
+
+    from llc_bench import cli
+
+    cwd = tmp_path_factory.mktemp("make_run")
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        patch.chdir(cwd)
+        try:
+            cli.main(["run", "-m", "model=linear,llsvm", "data.download=false",
+                      f"data.home={cwd / 'home'}", f"data.mirrors=[{REPO / 'datasets'}]",
+                      "progress=off"])
+            code = 0
+        except SystemExit as stop:
+            code = stop.code
+    return cwd, code, out.getvalue(), err.getvalue()
+
+
+def test_the_quick_start_output_is_a_real_run(make_run):
     """`make run`'s sample: the same result lines (hash, accuracy, hinge), timings aside."""
+    _, code, out, err = make_run
+    assert code == 0, err
     sample = next(body for _, lang, body in BLOCKS if "#0 : model=linear" in body)
     expected = [_masked(line) for line in sample.splitlines() if " | seed " in line]
-    code, out, err = llc(capsys, "run", "-m", "model=linear,llsvm",
-                         f"results_dir={tmp_path / 'scratch'}", "data.download=false",
-                         f"data.home={tmp_path / 'home'}", f"data.mirrors=[{REPO / 'datasets'}]",
-                         "progress=off")
-    assert code == 0, err
     got = [_masked(line) for line in out.splitlines() if " | seed " in line]
     assert got == expected
     for line in sample.splitlines():  # the phase lines name the same phases
@@ -127,21 +148,19 @@ def test_cheap_commands_of_the_readme_run(command, capsys, tmp_path, monkeypatch
     assert code == 0 and out, err
 
 
-def test_the_results_examples_run_on_the_store_make_run_fills(capsys, tmp_path, monkeypatch):
+def test_the_results_examples_run_on_the_store_make_run_fills(make_run, capsys, monkeypatch):
     """`make run` writes results-scratch/; the docs' `llc-bench results` lines read it."""
     import shlex
 
-    monkeypatch.chdir(tmp_path)
-    code, _, err = llc(capsys, "run", "-m", "model=linear,llsvm", "data.download=false",
-                       f"data.home={tmp_path / 'home'}", f"data.mirrors=[{REPO / 'datasets'}]",
-                       "progress=off")
+    cwd, code, _, err = make_run
     assert code == 0, err
-    assert (tmp_path / "results-scratch" / "runs").is_dir()
+    monkeypatch.chdir(cwd)
+    assert (cwd / "results-scratch" / "runs").is_dir()
     for command in AFTER_MAKE_RUN:
         code, out, err = llc(capsys, *shlex.split(command)[1:])
         assert code == 0, (command, err)
         if "--csv" in command:
-            assert (tmp_path / "sapl.csv").is_file()  # no sapl records: the header alone
+            assert (cwd / "sapl.csv").is_file()  # no sapl records: the header alone
         elif "--where" in command:  # banana stays below 95 %
             assert out.strip().startswith("no records match all of the filters"), out
         elif "--summary" in command:  # linear and llsvm on banana, seed 0 each

@@ -25,39 +25,45 @@ def _data(n=300, seed=0):
     return X, np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
 
 
-@pytest.mark.parametrize("model", FAMILIES)
-def test_round_trip_keeps_the_decision_values_bitwise(model, tmp_path):
-    X, y = _data()
-    for labels in (y, (y > 0).astype(int)):  # three classes, then two
-        config = compose_run(f"model={model}", "trainer.history=false" if model in (
-            "llsvm", "lcc_svm", "sapl", "jo", "occ_peg_c", "ldkl") else "seed=0",
-            tmp_path=tmp_path)
-        estimator = build_estimator(config).fit(X, labels)
-        path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
-                          config_hash="abc", versions={})
-        loaded = serving.load(path)           # the public reader: load_model's estimator
-        assert type(loaded) is type(estimator) and load_model(path)[1]["config_hash"] == "abc"
-        X_new = _data(50, seed=1)[0]
-        assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
-                              np.asarray(estimator.decision_function(X_new)))
-        assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+#: the families that fit sparse rows (CSR arrays kept in the model file)
+SPARSE = ["kernel", "svm_knn", "linear", "llsvm", "sapl", "ml3", "ldkl", "occ_lib_g", "csvm",
+          "nystroem", "lcc_svm_lcc", "lcc_lasso"]
+#: (family, classes, sparse rows): each family on dense and, if it fits them, sparse rows,
+#: once with two classes and once with three (one way round for every other family, so that
+#: dense and sparse rows each meet both class counts); the rest twice on dense rows
+ROUND_TRIPS = [case for i, model in enumerate(SPARSE)
+               for case in ((model, 3 - i % 2, False), (model, 2 + i % 2, True))] + \
+              [(model, n, False) for model in FAMILIES if model not in SPARSE for n in (3, 2)]
 
 
-@pytest.mark.parametrize("model", ["kernel", "svm_knn", "linear", "llsvm", "sapl", "ml3",
-                                   "ldkl", "occ_lib_g", "csvm", "nystroem", "lcc_svm_lcc",
-                                   "lcc_lasso"])
-def test_a_model_fitted_on_sparse_rows_round_trips(model, tmp_path):
+@pytest.mark.parametrize("model,n_classes,sparse", ROUND_TRIPS)
+def test_round_trip_keeps_the_decision_values_bitwise(model, n_classes, sparse, tmp_path):
     import scipy.sparse as sp
 
     X, y = _data()
-    X[np.abs(X) < 0.7] = 0.0
+    X_new = _data(50, seed=1)[0]
+    if sparse:
+        X[np.abs(X) < 0.7] = 0.0
+        X, X_new = sp.csr_matrix(X), sp.csr_matrix(X_new)
+    labels = y if n_classes == 3 else (y > 0).astype(int)
     config = compose_run(f"model={model}", *FAST.get(model, ["trainer.C=1"]), tmp_path=tmp_path)
-    estimator = build_estimator(config).fit(sp.csr_matrix(X), y)  # keeps CSR arrays
-    path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
-                      versions={})
-    X_new = sp.csr_matrix(_data(50, seed=1)[0])
-    assert np.array_equal(np.asarray(serving.load(path).decision_function(X_new)),
+    estimator = build_estimator(config).fit(X, labels)  # sparse rows: keeps CSR arrays
+    path = save_model(estimator, tmp_path / f"{model}.llcm", preprocess=None,
+                      config_hash="abc", versions={})
+    loaded = serving.load(path)           # the public reader: load_model's estimator
+    assert type(loaded) is type(estimator) and load_model(path)[1]["config_hash"] == "abc"
+    assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
                           np.asarray(estimator.decision_function(X_new)))
+    assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+
+
+def test_the_round_trips_cover_every_family_both_class_counts_and_sparse_rows():
+    assert {m for m, _, _ in ROUND_TRIPS} == set(FAMILIES) and set(SPARSE) <= set(FAMILIES)
+    for model in FAMILIES:
+        assert {n for m, n, _ in ROUND_TRIPS if m == model} == {2, 3}, model
+    assert {m for m, _, sparse in ROUND_TRIPS if sparse} == set(SPARSE)
+    assert {(n, sparse) for _, n, sparse in ROUND_TRIPS} == {(2, False), (3, False), (2, True),
+                                                             (3, True)}
 
 
 #: the other model presets (the same classes as FAMILIES, other codings, solvers, variants)
@@ -76,34 +82,37 @@ def _same_model(loaded, estimator, X_new):
         assert np.array_equal(loaded.predict_proba(X_new), estimator.predict_proba(X_new))
 
 
-@pytest.mark.parametrize("model", PRESETS + ["nystroem_random"])
-def test_every_other_preset_round_trips(model, tmp_path):
-    """The allow-list and the fitted-array checks refuse no preset's model."""
+@pytest.mark.parametrize("model,n_classes", [
+    (model, 3 - i % 2) for i, model in enumerate(PRESETS + ["nystroem_random"])])
+def test_every_other_preset_round_trips(model, n_classes, tmp_path):
+    """The allow-list and the fitted-array checks refuse no preset's model (each preset
+    once, the class counts alternating: linear_cs, Crammer-Singer, on three)."""
     X, y = _data()
+    labels = y if n_classes == 3 else (y > 0).astype(int)
     extra = ["model=nystroem", *FAST["nystroem"], "trainer.landmarks=random"] \
         if model == "nystroem_random" else [f"model={model}", "trainer.C=1"] \
         if model in ("linear_cs", "occ_linear_c", "occ_linear_g", "occ_lib_c") else \
         [f"model={model}", "trainer.history=false"]
-    for labels in (y, (y > 0).astype(int)):
-        estimator = build_estimator(compose_run(*extra, tmp_path=tmp_path)).fit(X, labels)
-        path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
-                          versions={})
-        _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
+    estimator = build_estimator(compose_run(*extra, tmp_path=tmp_path)).fit(X, labels)
+    path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                      versions={})
+    _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
 
 
-@pytest.mark.parametrize("model,method", [("llsvm", "sigmoid"), ("kernel", "isotonic"),
-                                          ("svm_knn", "sigmoid"), ("occ_lib_g", "isotonic")])
-def test_a_calibrated_model_round_trips(model, method, tmp_path):
+@pytest.mark.parametrize("model,method,n_classes", [
+    ("llsvm", "sigmoid", 3), ("kernel", "isotonic", 2), ("svm_knn", "sigmoid", 2),
+    ("occ_lib_g", "isotonic", 3)])
+def test_a_calibrated_model_round_trips(model, method, n_classes, tmp_path):
+    """Each method on two and on three classes, over four families."""
     from llc_bench.experiment.calibration import calibrate
 
     X, y = _data()
-    for labels in (y, (y > 0).astype(int)):
-        config = compose_run(f"model={model}", *FAST.get(model, ["trainer.C=1"]),
-                             tmp_path=tmp_path)
-        estimator = calibrate(build_estimator(config).fit(X, labels), X, labels, method, 0)
-        path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
-                          versions={})
-        _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
+    labels = y if n_classes == 3 else (y > 0).astype(int)
+    config = compose_run(f"model={model}", *FAST.get(model, ["trainer.C=1"]), tmp_path=tmp_path)
+    estimator = calibrate(build_estimator(config).fit(X, labels), X, labels, method, 0)
+    path = save_model(estimator, tmp_path / "m.llcm", preprocess=None, config_hash=None,
+                      versions={})
+    _same_model(serving.load(path), estimator, _data(50, seed=1)[0])
 
 
 def _csv(path, X, labels, header=True):

@@ -88,8 +88,9 @@ def test_banana(model, ort_decision, tmp_path, capsys, mirror):
 
 @pytest.mark.parametrize("model", EXPORTED)
 def test_usps_ten_classes(model, ort_decision, tmp_path, capsys, mirror):
-    # float32 SGD weights (fixed anchors): the export's tolerance, 1e-4
-    _check(ort_decision, tmp_path, capsys, mirror, "usps", model, "dataset.max_train=1000",
+    # 300 training rows: the graph, not the accuracy, is checked; float32 SGD weights (fixed
+    # anchors): the export's tolerance, 1e-4
+    _check(ort_decision, tmp_path, capsys, mirror, "usps", model, "dataset.max_train=300",
            *_fast(model), *(["trainer.epochs=3"] if model in ("sapl", "jo") else []),
            tol=1e-4 if model in SGD else 1e-5)
 
