@@ -305,7 +305,8 @@ def test_a_null_option_is_tried_as_what_it_stands_for(tmp_path):
     tries it as 1, the value the space says a null stands for."""
     X, y = _xor(300, 0)
     config = compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=2",
-                         "tune.budget_s=null", "trainer.epochs=2", tmp_path=tmp_path)
+                         "tune.budget_s=null", "trainer.epochs=2", "tune.fixed_first=false",
+                         tmp_path=tmp_path)
     resolved = prepare_config(config)
     assert resolved["coding"]["beta_scale"] is None
     assert resolved["tune"]["space"]["coding.beta_scale"]["null_means"] == 1.0
@@ -584,7 +585,7 @@ def test_a_preset_outside_the_space_is_the_first_trial(tmp_path):
     X, y = _xor(300, 0)
     config = compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=3",
                          "tune.budget_s=null", "trainer.epochs=2", "trainer.anchor_scale=100",
-                         "coding.n_anchors=400", tmp_path=tmp_path)
+                         "coding.n_anchors=400", "tune.fixed_first=false", tmp_path=tmp_path)
     resolved = prepare_config(config)
     space = resolved["tune"]["space"]
     assert space["trainer.anchor_scale"]["high"] == 100.0
@@ -914,10 +915,10 @@ def test_occ_s_intercept_is_searched_where_eq9_cannot_separate(tmp_path):
 
 
 def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
-    """tune.fixed_first=true on sapl: the space but the anchor step searched with fixed
-    anchors (the trials' fits built with learn_anchors=false), then the anchor step alone in
-    the declared 6 trials with that choice; off, the key and the procedure stay as they were;
-    on llsvm (nothing declared) it is no setting at all."""
+    """tune.fixed_first=true (the default) on sapl: the space but the anchor step searched
+    with fixed anchors (the trials' fits built with learn_anchors=false), then the anchor step
+    alone in the declared 6 trials with that choice; off, the key and the procedure stay as
+    they were before it; on llsvm (nothing declared) it is no setting at all."""
     X, y = _xor(500, 0)
     y = np.where(y, 1, -1)
     built = []
@@ -941,7 +942,8 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
     assert {m for _, _, m in built[one["n_trials"]:]} == {one["chosen"]["coding.n_anchors"]}
     assert all(learned for learned, _, _ in built[one["n_trials"]:])
     assert chosen == {**one["chosen"], **two["chosen"]}
-    off = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on", tmp_path=tmp_path))
+    off = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                     "tune.fixed_first=false", tmp_path=tmp_path))
     assert "fixed_first" not in off["tune"]
     llsvm = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                        "tune.fixed_first=true", tmp_path=tmp_path))
