@@ -339,7 +339,11 @@ def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, di
     learned["tune"] = {**tune, STAGED: None, "space": later, "trials": stage["trials"]}
     rest, two = select(learned, X, y, build, echo=echo)
     both = {**chosen, **rest}
+    # the run's own setting is kept only if both stages kept theirs; no one trial scored it
+    # (stage one's trial 0 has fixed anchors, stage two's the first stage's choice)
     report = {**two, "space": tune["space"], "chosen": both, "stages": [one, two],
+              "kept_default": one["kept_default"] and two["kept_default"],
+              "defaults_first": False,
               "n_trials": one["n_trials"] + two["n_trials"],
               "n_complete": one["n_complete"] + two["n_complete"],
               "n_pruned": one["n_pruned"] + two["n_pruned"],
