@@ -49,11 +49,12 @@ def dump(out: str, pairs: str, home: str, mirror: str) -> None:
                                             f"data.home={home}", f"data.mirrors=[{mirror}]",
                                             "data.download=false"])
         cfg = OmegaConf.to_container(cfg, resolve=True)
-        # a null option this tree's conf/ added is unknown to an older estimator: drop it
+        # a null option this tree's conf/ added is unknown to an older estimator, and so is
+        # a config file's _target_ (both trees find the class from trainer.name): drop them
         known = set(estimator_class(cfg["trainer"]["name"])().get_params()) | {"name"}
         for group in ("trainer", "coding"):
             cfg[group] = {k: v for k, v in (cfg.get(group) or {}).items()
-                          if v is not None or k in known}
+                          if (v is not None or k in known) and k != "_target_"}
         ds = load_dataset(cfg["dataset"], seed=0, home=home, mirrors=[mirror], download=False)
         est = build_estimator(cfg)
         if "history" in est.get_params():
