@@ -49,6 +49,17 @@ def _onnxruntime_stays_out():
     assert "onnxruntime" not in sys.modules, "onnxruntime was imported in the test process"
 
 
+@pytest.fixture(autouse=True)
+def _no_hydra_run_left_over():
+    """A Hydra app run in the test process (``main(["run", ...])``) leaves its runtime config
+    (its working directory, its searchpath) behind for the next test, where relative own
+    files would be read from that test's directory: clear it after every test."""
+    yield
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().cfg = None
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     """The shared dataset mirror, or skip the test."""
