@@ -402,6 +402,9 @@ def test_every_declared_space_matches_its_model(tmp_path):
 def test_bad_tune_settings_are_one_line_errors(tmp_path):
     for override, words in (("tune.trials=0", "tune.trials=0"),
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
+                            ("tune.budget_fits=-1", "tune.budget_fits=-1"),
+                            ("tune.budget_fits=true", "tune.budget_fits=True"),
+                            ("tune.fixed_first=maybe", "tune.fixed_first='maybe'"),
                             ("tune.folds=1", "tune.folds=1"),
                             ("tune.holdout=1.5", "tune.holdout=1.5"),
                             ("tune.patience=0", "tune.patience=0"),
