@@ -40,6 +40,18 @@ def _scale_gamma(X) -> float:
     return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
+def gamma_candidates(model, X) -> list[float]:
+    """The RBF γ values a model fits or cross-validates on ``X``: its ``gamma`` as is, else
+    ``gamma_scale`` / (D · Var(X)), else each of ``gamma_factors`` / (D · Var(X))."""
+    if model.gamma is not None and model.gamma_scale is not None:
+        raise ValueError(f"{type(model).__name__}: gamma={model.gamma!r} and gamma_scale="
+                         f"{model.gamma_scale!r}: give one of them (or neither, for the CV)")
+    if model.gamma is not None:
+        return [float(model.gamma)]
+    factors = model.gamma_factors if model.gamma_scale is None else [model.gamma_scale]
+    return [_scale_gamma(X) * float(f) for f in factors]
+
+
 def _stored_values(M) -> int:
     """The numbers a dense or sparse matrix stores."""
     return int(M.nnz if hasattr(M, "nnz") else M.size)
@@ -54,7 +66,10 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         The SVM's C; None chooses it (with ``gamma``) by ``cv_folds``-fold
         cross-validation over ``C_grid`` x ``gamma_factors`` on the training data.
     gamma : float or None, default None
-        The RBF γ, used as is; None chooses it by that cross-validation.
+        The RBF γ, used as is; None: ``gamma_scale``, or that cross-validation.
+    gamma_scale : float or None, default None
+        The RBF γ in units of 1 / (D · Var(X)) (scikit-learn's ``gamma="scale"`` at 1),
+        when ``gamma`` is None; None chooses γ by that cross-validation.
     cv_folds : int, default 5
         Folds of that cross-validation (stratified).
     C_grid : sequence of float
@@ -76,13 +91,14 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
     search_space = "kernel"
 
     _parameter_constraints = {
-        "C": [POSITIVE, None], "gamma": [POSITIVE, None], "cv_folds": [FOLDS],
+        "C": [POSITIVE, None], "gamma": [POSITIVE, None], "gamma_scale": [POSITIVE, None],
+        "cv_folds": [FOLDS],
         "C_grid": [Grid(POSITIVE)], "gamma_factors": [Grid(POSITIVE)],
         "cv_max_rows": [FOLDS, None], "cache_size": [POSITIVE], "tol": [POSITIVE],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, C=None, gamma=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
+    def __init__(self, *, C=None, gamma=None, gamma_scale=None, cv_folds=5, C_grid=DEFAULT_C_GRID,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, cv_max_rows=None, cache_size=1000.0,
                  tol=1e-3, random_state=0):
         store_params(self, locals())
@@ -91,10 +107,8 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
         validate_params(self)
         X, y = check_fit_data(self, X, y)
         t0 = time.perf_counter()
-        base = _scale_gamma(X)
         C_values = list(self.C_grid) if self.C is None else [float(self.C)]
-        gammas = ([base * f for f in self.gamma_factors] if self.gamma is None
-                  else [float(self.gamma)])
+        gammas = gamma_candidates(self, X)
         svc = SVC(kernel="rbf", cache_size=self.cache_size, tol=self.tol)
         cv = None
         if len(C_values) * len(gammas) > 1:

@@ -67,7 +67,7 @@ from ._validation import (
     labels_from_scores,
     validate_params,
 )
-from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, _scale_gamma
+from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, gamma_candidates
 from .liblinear_fit import SOLVERS, fit_liblinear
 from .linear import linear_model_size
 
@@ -93,7 +93,9 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
     landmarks : {"kmeans", "random"}
         k-means centres (own map) or uniformly sampled rows (scikit-learn ``Nystroem``).
     gamma : float or None
-        RBF γ; None chooses it by CV over ``gamma_factors`` × 1/(D·Var X).
+        RBF γ; None: ``gamma_scale``, or CV over ``gamma_factors`` × 1/(D·Var X).
+    gamma_scale : float or None
+        RBF γ in units of 1/(D·Var X) when ``gamma`` is None; None chooses it by that CV.
     gamma_factors : sequence of float
         The values of γ that CV chooses from, in units of 1/(D·Var X).
     C : float or None
@@ -117,13 +119,14 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
 
     _parameter_constraints = {
         "n_components": [COUNT], "landmarks": [StrOptions(set(LANDMARKS))],
-        "gamma": [POSITIVE, None], "gamma_factors": [Grid(POSITIVE)], "C": [POSITIVE, None],
+        "gamma": [POSITIVE, None], "gamma_scale": [POSITIVE, None],
+        "gamma_factors": [Grid(POSITIVE)], "C": [POSITIVE, None],
         "C_grid": [Grid(POSITIVE)], "cv_folds": [FOLDS], "solver": [StrOptions(set(SOLVERS))],
         "bias": [FINITE], "eig_rtol": [Interval(Real, 0, 1, closed="left")],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, *, n_components=500, landmarks="kmeans", gamma=None,
+    def __init__(self, *, n_components=500, landmarks="kmeans", gamma=None, gamma_scale=None,
                  gamma_factors=DEFAULT_GAMMA_FACTORS, C=None, C_grid=DEFAULT_C_GRID, cv_folds=5,
                  solver="l2_squared_hinge", bias=1.0, eig_rtol=1e-10, random_state=0):
         store_params(self, locals())
@@ -188,8 +191,7 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
                                                          random_state=seed, memo=cache.anchors,
                                                          rows=cache.anchor_rows)
         t1 = time.perf_counter()
-        gammas = ([_scale_gamma(X) * f for f in self.gamma_factors] if self.gamma is None
-                  else [float(self.gamma)])
+        gammas = gamma_candidates(self, X)
         Cs = list(self.C_grid) if self.C is None else [float(self.C)]
         cv = None
         if len(gammas) * len(Cs) > 1:

@@ -193,11 +193,12 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         check_classification_targets(y)
         space = self._declared() if self.space is None else self.space
         space = {key: dimension(key, spec) for key, spec in space.items()}
-        unknown = sorted(set(space) - set(self.estimator.get_params()))
+        own = self.estimator.get_params()
+        unknown = sorted(set(space) - set(own))
         if unknown:
             raise ValueError(f"SearchCV: space key {unknown[0]!r} is not a parameter of "
                              f"{type(self.estimator).__name__}")
-        own = self.estimator.get_params()
+        space = without_set_alternatives(space, lambda key: own.get(key.rsplit(".", 1)[-1]))
         self._search(X, y, _WithParams(self.estimator), space,
                      first_trial(space, own.get))
         if self.refit:
@@ -460,6 +461,9 @@ def declared_space(model: str, config_dirs=()) -> dict[str, dict] | None:
                 raise ConfigError(f"conf/search/{model}.yaml: search.cost: {key} holds "
                                   f"{values}: a cost must be a positive number")
             dim["cost"] = True
+    for key, other in (OmegaConf.select(conf, "search.instead_of") or {}).items():
+        if key in space:  # not searched where the run sets ``other`` (gamma_scale: gamma)
+            space[key]["instead_of"] = other
     for key in OmegaConf.select(conf, "search.multiclass_only") or ():
         if key in space:  # searched on more than two classes only
             space[key]["multiclass_only"] = True
@@ -498,6 +502,13 @@ def declared_stages(model: str, config_dirs=()) -> dict | None:
         raise ConfigError(f"{path}: search.fixed_first: expected {{set: {{KEY: VALUE}}, then: "
                           "[KEY, ...], trials: N}")
     return stages
+
+
+def without_set_alternatives(space: Mapping, value_of: Callable) -> dict:
+    """``space`` without the dimensions declared ``instead_of`` a key the setting gives a
+    value (``value_of(key)`` not None: a γ given as is leaves its scale unsearched)."""
+    return {key: dim for key, dim in space.items()
+            if "instead_of" not in dim or value_of(dim["instead_of"]) is None}
 
 
 def first_trial(space: Mapping, value_of: Callable) -> dict | None:

@@ -7,7 +7,8 @@ its cache key is the one it had before selection existed), and :func:`select` ru
 :class:`~llc_bench.selection.search.SearchCV`'s procedure on the run's training rows, the
 space's keys being the config's dotted keys.  ``tune=auto`` (the default) selects when the
 model declares a space, no ``conf/tuned/<model>_<dataset>.yaml`` preset applies and the
-model does not run a grid CV of its own; ``tune=on`` always, ``tune=off`` never.
+model is not one of ``tune.own_cv_models`` (whose grid CV stays their selection); ``tune=on``
+always, ``tune=off`` never.
 
 The runner then fits the chosen setting on all training rows; under the held-out protocol
 a fixed-anchor model keeps the chosen trial's anchors (``trial_anchors``: k-means on the
@@ -37,6 +38,7 @@ from llc_bench.selection.search import (
     declared_stages,
     first_trial,
     noise_margin,  # noqa: F401 (tune's API)
+    without_set_alternatives,
 )
 from llc_bench.store.results import set_dotted, with_params  # noqa: F401 (tune's API)
 
@@ -119,6 +121,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
                            or preset_exists(model, dataset)):
         space = None
     space = {k: v for k, v in (space or {}).items() if k not in set(fixed)}
+    space = without_set_alternatives(  # a key given on the command line counts as set
+        space, lambda key: True if key in fixed else get_dotted(config, key))
     if space and all(d["kind"] == "choice" and len(d["values"]) == 1 for d in space.values()):
         for key, dim in space.items():  # a one-point space: its setting, no search
             set_dotted(config, key, dim["values"][0])

@@ -89,9 +89,12 @@ def test_n_anchors_above_the_training_rows_is_capped_and_said(tmp_path, capsys):
 
 
 def test_a_model_without_its_own_search_shows_no_search(capsys):
-    main(["models", "linear"])   # its grid CV is its selection under tune=auto
+    main(["models", "svm_knn"])   # its grid CV is its selection under tune=auto
     out = capsys.readouterr().out
-    assert "tune=auto searches" not in out and "paper      Fan et al., 2008" in out
+    assert "tune=auto searches" not in out and "Zhang et al." in out
+    main(["models", "linear"])   # a baseline: tune=auto searches its grid's range
+    out = capsys.readouterr().out
+    assert "tune=auto searches" in out and "paper      Fan et al., 2008" in out
 
 
 def test_an_unknown_preset_is_a_one_line_error(capsys):

@@ -81,6 +81,25 @@ def test_kernel_cv_grid_and_multiclass():
     assert model.score(X, y) > 0.9
 
 
+def test_gamma_scale_is_scikit_learn_s_scale_gamma_and_excludes_gamma():
+    """gamma_scale = 1 is SVC(gamma="scale"); 3 is three times that γ; no CV runs; a γ given
+    both ways is one error naming both."""
+    from sklearn.svm import SVC
+
+    X, y = blobs(2, n=200, seed=7)
+    X[:, 0] = np.sin(X[:, 0]) * 3
+    model = KernelSVMClassifier(C=2.0, gamma_scale=1.0).fit(X, y)
+    reference = SVC(C=2.0, gamma="scale").fit(X, y)
+    assert model.gamma_ == pytest.approx(reference._gamma, rel=1e-12)
+    np.testing.assert_allclose(model.decision_function(X), reference.decision_function(X),
+                               atol=1e-10)
+    assert model.fit_info_["cv"] is None
+    assert KernelSVMClassifier(C=2.0, gamma_scale=3.0).fit(X, y).gamma_ == pytest.approx(
+        3 * reference._gamma, rel=1e-12)
+    with pytest.raises(ValueError, match=r"gamma=0\.5 and gamma_scale=1\.0: give one"):
+        KernelSVMClassifier(gamma=0.5, gamma_scale=1.0).fit(X, y)
+
+
 def test_fits_in_threads_are_the_serial_fits():
     """LIBLINEAR shuffles with the process's one ``rand()``: fits in threads (a threading
     joblib backend) keep their seeded shuffles only if the seed and the training are held

@@ -94,3 +94,16 @@ def test_runner_builds_it(tmp_path):
         500, "random", None, 3)
 
 
+
+
+def test_gamma_scale_is_gamma_in_units_of_the_data_s_scale():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    scaled = NystroemSVMClassifier(n_components=50, C=1.0, gamma_scale=2.0).fit(X, y)
+    given = NystroemSVMClassifier(n_components=50, C=1.0,
+                                  gamma=2.0 * _scale_gamma(X)).fit(X, y)
+    assert scaled.fit_info_["cv"] is None and scaled.gamma_ == given.gamma_
+    np.testing.assert_array_equal(scaled.decision_function(X), given.decision_function(X))
+    with pytest.raises(ValueError, match="give one of them"):
+        NystroemSVMClassifier(gamma=1.0, gamma_scale=1.0).fit(X, y)

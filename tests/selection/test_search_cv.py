@@ -67,6 +67,19 @@ def test_search_cv_from_python_declared_space_and_its_results():
         list(results["mean_test_score"]), nan_ok=True)
 
 
+def test_the_kernel_svm_s_declared_space_starts_from_scikit_learn_s_defaults():
+    """KernelSVMClassifier's space is C and gamma_scale, tried first at C = 1 and
+    gamma="scale"; a γ given as is leaves only C to search."""
+    from llc_bench.models.kernel import KernelSVMClassifier
+
+    X, y = _xor(200, 2)
+    search = SearchCV(KernelSVMClassifier(), trials=3, budget_s=None).fit(X, y)
+    assert search.cv_results_["params"][0] == {"C": 1.0, "gamma_scale": 1.0}
+    assert search.best_estimator_.fit_info_["cv"] is None  # one fit: no grid CV inside
+    fixed = SearchCV(KernelSVMClassifier(gamma=0.5), trials=3, budget_s=None).fit(X, y)
+    assert set(fixed.best_params_) == {"C"} and fixed.best_estimator_.gamma_ == 0.5
+
+
 def test_a_space_of_lists_strings_and_dimensions():
     assert dimension("C", [1, 10]) == {"kind": "choice", "values": [1, 10]}
     assert dimension("C", "tag(log, interval(0.01, 100))") == {

@@ -331,7 +331,8 @@ def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
     its config has no tune block, so its key is a committed record's."""
     committed = {p.stem for p in (REPO / "results" / "runs").glob("*.json")}
     for overrides in (["model=llsvm", "dataset=banana", "tune=auto"],  # a preset: no search
-                      ["model=linear", "dataset=banana", "tune=auto"],  # its own grid CV
+                      ["model=svm_knn", "dataset=banana", "tune=auto"],  # its own grid CV
+                      ["model=linear", "dataset=banana", "tune=off"],  # its grid CV
                       ["model=llsvm", "dataset=banana", "tune=off"]):
         config = prepare_config(compose_run(*overrides, tmp_path=tmp_path))
         assert config["tune"] is None
@@ -342,6 +343,34 @@ def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
                                       tmp_path=tmp_path))
     assert off["tune"] is None and auto["tune"]["space"]
     assert config_hash(off) != config_hash(auto)
+
+
+def test_the_baselines_search_their_grid_s_range_under_auto_and_keep_the_grid_when_off(
+        tmp_path):
+    """tune=auto gives the kernel SVM, Nystroem and the linear SVM their space (C and γ in
+    units of the data's scale; the first trial scikit-learn's defaults, C = 1 and
+    gamma="scale") instead of their grid CV, which tune=off keeps; a γ given on the command
+    line leaves its scale unsearched; SVM-KNN keeps its leave-one-out grid."""
+    def space(*overrides, fixed=()):
+        config = compose_run("dataset=heart", *overrides, tmp_path=tmp_path)
+        return (resolve(json.loads(json.dumps(config)), fixed=fixed)["tune"] or {}).get("space")
+
+    for model in ("kernel", "nystroem"):
+        assert set(space(f"model={model}", "tune=auto")) == {"trainer.C", "trainer.gamma_scale"}
+        assert space(f"model={model}", "tune=off") is None
+        assert set(space(f"model={model}", "tune=auto", "trainer.gamma=0.5",
+                         fixed=("trainer.gamma",))) == {"trainer.C"}
+    for model in ("linear", "linear_cs"):
+        assert set(space(f"model={model}", "tune=auto")) == {"trainer.C"}
+    assert space("model=svm_knn", "tune=auto") is None
+    X, y = _xor(240, 0)
+    config = prepare_config(compose_run("model=kernel", "dataset=xor", "tune=auto",
+                                        "tune.trials=4", "tune.budget_s=null",
+                                        tmp_path=tmp_path))
+    chosen, report = select(config, X, np.where(y, 1, -1), build_estimator)
+    assert report["defaults_first"]
+    assert report["trials"][0]["params"] == {"trainer.C": 1.0, "trainer.gamma_scale": 1.0}
+    assert set(chosen) == {"trainer.C", "trainer.gamma_scale"} and report["n_trials"] == 4
 
 
 def test_keys_on_the_command_line_are_not_searched(tmp_path):
@@ -399,7 +428,7 @@ def test_every_declared_space_matches_its_model(tmp_path):
                 build_estimator(with_params(resolved, {**base, key: value}))
 
 
-def test_bad_tune_settings_are_one_line_errors(tmp_path):
+def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
     for override, words in (("tune.trials=0", "tune.trials=0"),
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
                             ("tune.budget_fits=-1", "tune.budget_fits=-1"),
@@ -425,9 +454,13 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path):
             resolve(config)
     config = compose_run("model=kernel", "dataset=heart", "tune=on", tmp_path=tmp_path)
     assert resolve(config)["tune"]["space"]  # the kernel grid in the same form
+    from llc_bench.selection import tune
+
     config = compose_run("model=linear_cs", "dataset=heart", "tune=on", tmp_path=tmp_path)
-    with pytest.raises(ConfigError, match="declares no search space"):
-        resolve(config)
+    with monkeypatch.context() as patch:
+        patch.setattr(tune, "search_space", lambda model: None)
+        with pytest.raises(ConfigError, match="declares no search space"):
+            resolve(config)
 
 
 def test_tune_command_writes_a_preset_with_its_provenance(tmp_path, capsys):
