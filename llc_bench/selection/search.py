@@ -25,7 +25,9 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   or when the next fit would end past ``budget_s`` seconds (judged from the fits so far,
   and from the line through their declared ``cost``); a fit still running at the end of
   the budget is given up at its next SGD epoch or CCCP iteration (then the choice may
-  depend on the machine, and ``report_["stopped_by"]`` says ``budget``);
+  depend on the machine, and ``report_["stopped_by"]`` says ``budget``); or when the next
+  fit would pass ``budget_fits`` fits of the first trial's setting or ``budget_rows``
+  training rows fitted (counted, not timed: the same choice on any machine);
 * lets the trials share what they can (one :class:`~llc_bench.models._base.TrialCache` per
   study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
   anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
@@ -88,6 +90,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         trial's setting on a split's training rows (a fit on fewer rows, or of a setting
         the space declares costlier, counts its share): a budget the same on any machine
         (None: no limit).
+    budget_rows : int or None, default=None
+        No fit started that would take the training rows the trials have fitted past this
+        many (a fit of a setting the space declares costlier counting its share): a budget
+        the same on any machine that follows the problem's size, stated in the report as a
+        multiple of one fit on a split's training rows (None: no limit).
     folds : int, default=5
         Stratified CV folds below ``holdout_min_rows`` rows.
     holdout : float, default=0.25
@@ -144,6 +151,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "trials": [Interval(Integral, 1, None, closed="left"), None],
         "budget_s": [Interval(Real, 0, None, closed="neither"), None],
         "budget_fits": [Interval(Real, 0, None, closed="neither"), None],
+        "budget_rows": [Interval(Integral, 1, None, closed="left"), None],
         "folds": [Interval(Integral, 2, None, closed="left")],
         "holdout": [Interval(Real, 0, 1, closed="neither")],
         "holdout_min_rows": [Interval(Integral, 0, None, closed="left")],
@@ -160,6 +168,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     }
 
     def __init__(self, estimator, space=None, *, trials=30, budget_s=60.0, budget_fits=None,
+                 budget_rows=None,
                  folds=5,
                  holdout=0.25, holdout_min_rows=2000, rungs=1, keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
@@ -169,6 +178,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.trials = trials
         self.budget_s = budget_s
         self.budget_fits = budget_fits
+        self.budget_rows = budget_rows
         self.folds = folds
         self.holdout = holdout
         self.holdout_min_rows = holdout_min_rows
@@ -186,8 +196,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     def fit(self, X, y):
         """Choose a setting on ``(X, y)`` and (``refit``) fit it on all of them."""
         validate_params(self)
-        if self.trials is None and self.budget_s is None and self.budget_fits is None:
-            raise ValueError("SearchCV: trials, budget_s and budget_fits are all None: give "
+        if all(getattr(self, key) is None for key in ("trials", *BUDGETS)):
+            raise ValueError("SearchCV: trials, budget_s, budget_fits and budget_rows are all "
+                             "None: give "
                              "at least one")
         X, y = validate_data(self, X, y, accept_sparse=("csr",), dtype=np.float64)
         check_classification_targets(y)
@@ -276,10 +287,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                 "trial": int(highest.number), "validation_accuracy": float(highest.value)},
             "validation_rows": min(len(y), n_validation),
             **_study_counts(study, stopped), "workers": workers,
-            "budget": {"trials": tune["trials"], "budget_s": tune["budget_s"],
-                       **({"budget_fits": tune["budget_fits"], "fits": sum(
-                           r.get("fit_units", 0.0) for r in records)}
-                          if tune.get("budget_fits") is not None else {})},
+            "budget": _budget(tune, records, len(parts[-1][1])),
             "seconds": seconds, **_procedure(optuna, seed, workers, first, parts),
             "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
             "at_edge": _edges(space, chosen),
@@ -350,7 +358,33 @@ def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
             + (f", the simplest within {tune['simpler_se']} standard error(s) of trial "
                f"{highest.number}'s {100 * highest.value:.2f}%"
                if report["simpler_than"] else "")
-            + ")" + stopped_note(report))
+            + ")" + _budget_note(report) + stopped_note(report))
+
+
+def _budget_note(report: Mapping) -> str:
+    """A counted budget as what it is on these rows: ``; budget 250000 rows = 6.7 fits of
+    37492 rows, 5.0 spent``."""
+    budget = report.get("budget") or {}
+    if "rows_per_fit" not in budget:
+        return ""
+    rows, caps = budget["rows_per_fit"], []
+    if budget.get("budget_rows") is not None:
+        caps.append(f"{budget['budget_rows']} rows = {budget['budget_rows'] / rows:.1f} fits")
+    if budget.get("budget_fits") is not None:
+        caps.append(f"{budget['budget_fits']} fits")
+    return f"; budget {' and '.join(caps)} of {rows} rows, {budget['fits']:.1f} spent"
+
+
+def _budget(tune: Mapping, records: list, rows_per_fit: int) -> dict:
+    """The report's budget: the caps and, for a budget in fits or rows, what was spent (in
+    fits of the first trial's setting on a split's ``rows_per_fit`` training rows)."""
+    out = {"trials": tune["trials"], "budget_s": tune["budget_s"]}
+    counted = {k: tune[k] for k in ("budget_fits", "budget_rows") if tune.get(k) is not None}
+    if counted:
+        fits = sum(r.get("fit_units", 0.0) for r in records)
+        out.update(counted, fits=fits, rows=round(fits * rows_per_fit),
+                   rows_per_fit=int(rows_per_fit))
+    return out
 
 
 def stopped_note(report: Mapping) -> str:
@@ -360,6 +394,9 @@ def stopped_note(report: Mapping) -> str:
     return {"budget": f", cut by tune.budget_s={budget.get('budget_s')}: the choice may "
                       "differ on another machine",
             "fits": f", stopped by the budget of {budget.get('budget_fits')} fits",
+            "rows": f", stopped by the budget of {budget.get('budget_rows')} training rows "
+                    f"({budget.get('budget_rows', 0) / max(1, budget.get('rows_per_fit', 1)):.1f}"
+                    " fits on these rows)",
             "patience": ", stopped: no gain beyond the validation noise",
             }.get(report.get("stopped_by"), "")
 
@@ -639,11 +676,14 @@ class _Objective:
     trial for the run record."""
 
     def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
-                 shared: bool = False, cache=None, budget_fits: float | None = None):
+                 shared: bool = False, cache=None, budget_fits: float | None = None,
+                 budget_rows: int | None = None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
         self.cache = cache  # a TrialCache handed to the fits that take it
         self.budget_fits, self.running_units = budget_fits, 0.0
-        self.stopped_by: str | None = None  # "fits" when the fit budget stopped the study
+        # a budget in rows, as one in fits of the first trial's setting on a split's rows
+        self.budget_rows = None if budget_rows is None else budget_rows / len(parts[-1][1])
+        self.stopped_by: str | None = None  # "fits" / "rows" when that budget stopped it
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
@@ -697,14 +737,16 @@ class _Objective:
         trials = self.study.get_trials(deepcopy=False) if self.study is not None else []
         return next((t.params for t in trials if t.number == 0), None)
 
-    def over_fit_budget(self, units: float) -> bool:
-        """Whether one more fit of ``units`` would pass ``budget_fits`` (a trial has
-        completed: the first always does)."""
-        if self.budget_fits is None or not self.complete():
-            return False
-        spent = sum(r.get("fit_units", 0.0) for r in (
+    def over_fit_budget(self, units: float) -> str | None:
+        """Which budget, "fits" or "rows", one more fit of ``units`` would pass (a trial has
+        completed: the first always does), or None."""
+        if (self.budget_fits is None and self.budget_rows is None) or not self.complete():
+            return None
+        spent = self.running_units + units + sum(r.get("fit_units", 0.0) for r in (
             *self.records, *(t.user_attrs["record"] for t in self._others())))
-        return spent + self.running_units + units > self.budget_fits + 1e-9
+        return next((name for name, cap in (("fits", self.budget_fits),
+                                            ("rows", self.budget_rows))
+                     if cap is not None and spent > cap + 1e-9), None)
 
     def stop_on_budget(self, study, _trial) -> None:
         self.study = study
@@ -732,8 +774,7 @@ class _Objective:
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
                 units = self.fit_units(params, len(y_tr))
-                if self.over_fit_budget(units):
-                    self.stopped_by = "fits"
+                self.stopped_by = self.stopped_by or self.over_fit_budget(units)
                 if self.stopped_by or self.over_budget(cost):
                     trial.study.stop()
                     raise optuna.TrialPruned()
@@ -830,6 +871,9 @@ class _Patience:
             study.stop()
 
 
+BUDGETS = ("budget_s", "budget_fits", "budget_rows")  # what may end a selection before its trials
+
+
 def _sampler(optuna, seed: int):
     return optuna.samplers.TPESampler(seed=seed, n_startup_trials=8)
 
@@ -854,7 +898,7 @@ def _optimize(study, settings, make, space, parts, deadline,
                        eta0_walk=bool(tune.get("eta0_walk")),
                        pass_cap=tune.get("init_max_iter"))
     objective = _Objective(make, space, parts, deadline, shared, cache,
-                           tune.get("budget_fits"))
+                           tune.get("budget_fits"), tune.get("budget_rows"))
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))

@@ -26,6 +26,7 @@ import numpy as np
 
 from llc_bench.errors import ConfigError
 from llc_bench.selection.search import (
+    BUDGETS,
     CAPACITY_ORDERS,  # noqa: F401 (tune's API)
     SearchCV,
     _conf_dir,
@@ -143,7 +144,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, SIMPLER, "budget_fits"):  # false is not a number: an error below
+    for key in (PASS_CAP, SIMPLER, "budget_fits", "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     if tune.get(STAGED) is not None:
@@ -212,9 +213,12 @@ def _check_settings(s: dict) -> None:
     if fits is not None and (isinstance(fits, bool) or not isinstance(fits, int | float)
                              or not 0 < fits < math.inf):
         bad("budget_fits", "a number of fits > 0 or null")
-    if s["trials"] is None and s["budget_s"] is None and fits is None:
-        raise ConfigError("tune.trials, tune.budget_s and tune.budget_fits are all null: "
-                          "give at least one")
+    rows = s.get("budget_rows")
+    if rows is not None and (type(rows) is not int or rows < 1):
+        bad("budget_rows", "a number of training rows >= 1 (an integer) or null")
+    if s["trials"] is None and all(s.get(key) is None for key in BUDGETS):
+        raise ConfigError("tune.trials, tune.budget_s, tune.budget_fits and tune.budget_rows "
+                          "are all null: give at least one")
     if not isinstance(s["folds"], int) or isinstance(s["folds"], bool) or s["folds"] < 2:
         bad("folds", "an integer >= 2")
     if not isinstance(s["holdout"], int | float) or not 0 < s["holdout"] < 1:
@@ -272,7 +276,7 @@ def cost_warning(config: Mapping, splits: list) -> str | None:
 
     tune = config["tune"]
     trials = tune["trials"]
-    if (tune["budget_s"] is not None or tune.get("budget_fits") is not None or trials is None
+    if (any(tune.get(key) is not None for key in BUDGETS) or trials is None
             or trials < MANY_TRIALS):
         return None
     model = (config.get("model") or {}).get("name") or config["trainer"]["name"]

@@ -99,6 +99,7 @@ def test_a_space_of_lists_strings_and_dimensions():
      "expected a list"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, trials=None, budget_s=None),
      "all None"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, budget_rows=0), "budget_rows"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),
     (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
 ])

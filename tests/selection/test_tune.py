@@ -433,6 +433,9 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.budget_s=-1", "tune.budget_s=-1"),
                             ("tune.budget_fits=-1", "tune.budget_fits=-1"),
                             ("tune.budget_fits=true", "tune.budget_fits=True"),
+                            ("tune.budget_rows=0", "tune.budget_rows=0"),
+                            ("tune.budget_rows=2.5", "tune.budget_rows=2.5"),
+                            ("tune.budget_rows=false", "tune.budget_rows=False"),
                             ("tune.fixed_first=maybe", "tune.fixed_first='maybe'"),
                             ("tune.folds=1", "tune.folds=1"),
                             ("tune.holdout=1.5", "tune.holdout=1.5"),
@@ -1035,7 +1038,38 @@ def test_a_fit_counts_its_rows_and_its_declared_cost():
     assert objective.fit_units({"n_models": 2}, 100) == pytest.approx(1 / 3)
     assert objective.fit_units({"n_models": 4}, 300) == pytest.approx(2.0)
     assert not objective.over_fit_budget(8.6)
-    assert objective.over_fit_budget(8.7)
+    assert objective.over_fit_budget(8.7) == "fits"
+    rows = _Objective(None, space, parts, None, budget_rows=3000)  # 10 fits of 300 rows
+    rows.records = objective.records
+    assert not rows.over_fit_budget(8.6) and rows.over_fit_budget(8.7) == "rows"
+
+
+def test_a_budget_in_rows_follows_the_problem_s_size_and_not_the_load():
+    """budget_rows counts the training rows the trials fit: under load the same trials and
+    choice; on twice the rows about half the fits; the tune line states the budget as fits
+    of these rows."""
+    from llc_bench.selection import SearchCV
+    from llc_bench.selection.search import _budget_note, stopped_note
+
+    def report(n, delay):
+        X, y = _xor(n, 0)
+        X = np.c_[X, X[:, 0] * X[:, 1]]
+        return SearchCV(_Jittery(delay=delay), {"C": "tag(log, interval(1e-3, 1e3))"},
+                        trials=None, budget_s=None, budget_rows=4000, refit=False,
+                        random_state=3).fit(X, y).report_
+
+    quiet, loaded = report(300, 0.0), report(300, 0.03)
+    assert [t["params"] for t in quiet["trials"]] == [t["params"] for t in loaded["trials"]]
+    assert quiet["chosen"] == loaded["chosen"] and quiet["stopped_by"] == "rows"
+    budget = quiet["budget"]
+    assert budget["rows_per_fit"] == 240 and budget["rows"] <= 4000 < budget["rows"] + 240
+    assert stopped_note(quiet) == (", stopped by the budget of 4000 training rows (16.7 fits "
+                                   "on these rows)")
+    assert _budget_note(quiet) == (f"; budget 4000 rows = 16.7 fits of 240 rows, "
+                                   f"{budget['fits']:.1f} spent")
+    double = report(600, 0.0)["budget"]
+    assert double["rows_per_fit"] == 480 and double["fits"] == pytest.approx(
+        budget["fits"] / 2, abs=1.0)
 
 
 def test_a_seconds_cap_says_so_on_the_run_s_lines(tmp_path):
