@@ -243,6 +243,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             first = None if first is None else {k: first[k] for k in space}
         protocol, splits = _splits(X, y, tune, seed)
         parts = _parts(X, y, splits)
+        if echo is not None:
+            echo(_plan_line(tune, protocol, parts))
         started = time.perf_counter()
         deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
         with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
@@ -255,7 +257,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                     warnings.simplefilter("ignore")
                     study.enqueue_trial(first)
             if workers == 1:
-                records, stopped = _optimize(study, tune, make, space, parts, deadline)
+                records, stopped = _optimize(study, tune, make, space, parts, deadline,
+                                             echo=echo)
             else:  # one shared study (SQLite), trials in `workers` processes
                 records, stopped = _in_processes(study, storage, tune, make, space, parts,
                                                  deadline, seed, workers)
@@ -358,7 +361,25 @@ def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
             + (f", the simplest within {tune['simpler_se']} standard error(s) of trial "
                f"{highest.number}'s {100 * highest.value:.2f}%"
                if report["simpler_than"] else "")
-            + ")" + _budget_note(report) + stopped_note(report))
+            + ")" + _budget_note(report)
+            + (", stopped by it" if report.get("stopped_by") in ("fits", "rows")
+               else stopped_note(report)))
+
+
+def _plan_line(tune: Mapping, protocol: str, parts: list) -> str:
+    """The run's ``tune`` line before the trials: how many, each of how many fits of how
+    many rows, and the counted budget as fits of those rows."""
+    rows = len(parts[-1][1])
+    caps = [f"{tune['trials']} trials" if tune["trials"] is not None else "no trial limit"]
+    if tune.get("budget_rows") is not None:
+        caps.append(f"{tune['budget_rows']} training rows fitted "
+                    f"(tune.budget_rows: {tune['budget_rows'] / rows:.1f} fits)")
+    if tune.get("budget_fits") is not None:
+        caps.append(f"{tune['budget_fits']} fits (tune.budget_fits)")
+    if tune["budget_s"] is not None:
+        caps.append(f"{tune['budget_s']} s (tune.budget_s)")
+    return (f"tune    {protocol}: {len(parts)} fit(s) of {rows} rows a trial; stops at "
+            + " or ".join(caps))
 
 
 def _budget_note(report: Mapping) -> str:
@@ -687,6 +708,8 @@ class _Objective:
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
+        self.echo: Callable | None = None  # says, after the first trial, what the rest costs
+        self.trials: int | None = None
         # trials in several processes on one study: each trial leaves its record and fits
         # in the study, and the budget is judged from every process's trials
         self.shared, self.study = shared, None
@@ -806,7 +829,27 @@ class _Objective:
             if self.shared:
                 trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
                 trial.set_user_attr("record", self.records[-1])
+        if self.echo is not None and len(self.records) == 1:
+            self.echo(self.rest_line(self.records[0]))
         return self.value(scores)
+
+    def rest_line(self, first: Mapping) -> str:
+        """What the trials after ``first`` (complete) may cost at its seconds per fit: the
+        trials left, or the counted budget left, whichever ends first (pruned trials cost
+        less; a costlier setting more seconds per counted fit)."""
+        from llc_bench.store.costs import describe
+
+        per_fit = first["seconds"] / max(first["fit_units"], 1e-12)
+        left = [] if self.trials is None else [(self.trials - 1) * first["fit_units"]]
+        left += [cap - first["fit_units"] for cap in (self.budget_fits, self.budget_rows)
+                 if cap is not None]
+        if not left:
+            return f"tune    first trial {first['seconds']:.1f}s; the rest: until tune.budget_s"
+        seconds = max(0.0, min(left)) * per_fit
+        if self.deadline is not None:
+            seconds = min(seconds, max(0.0, self.deadline - time.time()))
+        return (f"tune    first trial {first['seconds']:.1f}s; the rest at most about "
+                f"{describe(seconds).lstrip('~')}")
 
     def _cache_kw(self, method, deadline: bool = False) -> dict:
         """``trial_cache=`` for a fit or predict that takes it: the study's cache, with its
@@ -886,7 +929,7 @@ CATCH = (ValueError, ArithmeticError, np.linalg.LinAlgError)  # a failed trial, 
 
 
 def _optimize(study, settings, make, space, parts, deadline,
-              shared: bool = False) -> tuple[list, str | None]:
+              shared: bool = False, echo: Callable | None = None) -> tuple[list, str | None]:
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None).  ``shared``: other processes run trials on the same study."""
@@ -899,6 +942,7 @@ def _optimize(study, settings, make, space, parts, deadline,
                        pass_cap=tune.get("init_max_iter"))
     objective = _Objective(make, space, parts, deadline, shared, cache,
                            tune.get("budget_fits"), tune.get("budget_rows"))
+    objective.echo, objective.trials = echo, tune["trials"]
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -1072,6 +1073,31 @@ def test_a_budget_in_rows_follows_the_problem_s_size_and_not_the_load():
         budget["fits"] / 2, abs=1.0)
 
 
+def test_the_tune_lines_say_the_budget_before_the_trials_and_the_rest_after_the_first():
+    """Before the trials: the protocol, the fits a trial makes and every cap (the row budget
+    as fits of these rows); after the first trial: what the rest may cost at its seconds per
+    fit, the least of the trials left and the budget left."""
+    from llc_bench.selection import SearchCV
+    from llc_bench.selection.search import _WithParams
+
+    X, y = _xor(300, 0)
+    lines = []
+    search = SearchCV(None, trials=10, budget_s=None, budget_rows=2400, refit=False)
+    search._search(X, y, _WithParams(_Jittery(delay=0.02)),
+                   {"C": {"kind": "float", "low": 1e-3, "high": 1e3, "log": True}},
+                   {"C": 1.0}, echo=lines.append)
+    assert lines[0] == ("tune    5-fold: 5 fit(s) of 240 rows a trial; stops at 10 trials or "
+                        "2400 training rows fitted (tune.budget_rows: 10.0 fits)")
+    first = search.report_["trials"][0]
+    per_fit = first["seconds"] / first["fit_units"]
+    rest = re.fullmatch(r"tune    first trial ([\d.]+)s; the rest at most about ([\d.]+) s",
+                        lines[1])
+    assert rest and float(rest[2]) == pytest.approx(5 * per_fit, abs=0.6)  # 10 - 5 fits left
+    assert re.match(r"tune    \d+ trials \(5-fold", lines[-1])
+    assert lines[-1].endswith("; budget 2400 rows = 10.0 fits of 240 rows, 10.0 spent, "
+                              "stopped by it")
+
+
 def test_a_seconds_cap_says_so_on_the_run_s_lines(tmp_path):
     """A selection that tune.budget_s ended says so in its tune line and in the run's
     result line: its choice may differ on another machine."""
@@ -1084,7 +1110,7 @@ def test_a_seconds_cap_says_so_on_the_run_s_lines(tmp_path):
     _, report = select(prepare_config(config), X, np.where(y, 1, -1), _sleeper,
                        echo=lines.append)
     assert report["stopped_by"] == "budget"
-    assert "cut by tune.budget_s=1: the choice may differ on another machine" in lines[0]
+    assert "cut by tune.budget_s=1: the choice may differ on another machine" in lines[-1]
     record = {"dataset": "xor", "model": "llsvm", "seed": 0, "config_hash": "h",
               "metrics": {"test_accuracy": 0.9, "test_hinge": 0.1},
               "timings": {"train": 0.1, "tune": 1.0, "test_total": 0.01}, "tune": report}
