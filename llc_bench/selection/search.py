@@ -834,9 +834,9 @@ class _Objective:
         return self.value(scores)
 
     def rest_line(self, first: Mapping) -> str:
-        """What the trials after ``first`` (complete) may cost at its seconds per fit: the
+        """What the trials after ``first`` (complete) cost at its seconds per fit: the
         trials left, or the counted budget left, whichever ends first (pruned trials cost
-        less; a costlier setting more seconds per counted fit)."""
+        less, a costlier setting more)."""
         from llc_bench.store.costs import describe
 
         per_fit = first["seconds"] / max(first["fit_units"], 1e-12)
@@ -848,8 +848,8 @@ class _Objective:
         seconds = max(0.0, min(left)) * per_fit
         if self.deadline is not None:
             seconds = min(seconds, max(0.0, self.deadline - time.time()))
-        return (f"tune    first trial {first['seconds']:.1f}s; the rest at most about "
-                f"{describe(seconds).lstrip('~')}")
+        return (f"tune    first trial {first['seconds']:.1f}s; the rest about "
+                f"{describe(seconds).lstrip('~')} at that pace")
 
     def _cache_kw(self, method, deadline: bool = False) -> dict:
         """``trial_cache=`` for a fit or predict that takes it: the study's cache, with its

@@ -88,10 +88,7 @@ def test_n_anchors_above_the_training_rows_is_capped_and_said(tmp_path, capsys):
             "(capped at the number of training rows, 60)") in captured.err
 
 
-def test_a_model_without_its_own_search_shows_no_search(capsys):
-    main(["models", "svm_knn"])   # its grid CV is its selection under tune=auto
-    out = capsys.readouterr().out
-    assert "tune=auto searches" not in out and "Zhang et al." in out
+def test_a_baseline_shows_the_search_tune_auto_runs_for_it(capsys):
     main(["models", "linear"])   # a baseline: tune=auto searches its grid's range
     out = capsys.readouterr().out
     assert "tune=auto searches" in out and "paper      Fan et al., 2008" in out

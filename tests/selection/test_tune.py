@@ -332,7 +332,7 @@ def test_tune_off_and_presets_keep_the_old_cache_keys(tmp_path):
     its config has no tune block, so its key is a committed record's."""
     committed = {p.stem for p in (REPO / "results" / "runs").glob("*.json")}
     for overrides in (["model=llsvm", "dataset=banana", "tune=auto"],  # a preset: no search
-                      ["model=svm_knn", "dataset=banana", "tune=auto"],  # its own grid CV
+                      ["model=svm_knn", "dataset=banana", "tune=off"],  # its grid CV
                       ["model=linear", "dataset=banana", "tune=off"],  # its grid CV
                       ["model=llsvm", "dataset=banana", "tune=off"]):
         config = prepare_config(compose_run(*overrides, tmp_path=tmp_path))
@@ -350,8 +350,9 @@ def test_the_baselines_search_their_grid_s_range_under_auto_and_keep_the_grid_wh
         tmp_path):
     """tune=auto gives the kernel SVM, Nystroem and the linear SVM their space (C and γ in
     units of the data's scale; the first trial scikit-learn's defaults, C = 1 and
-    gamma="scale") instead of their grid CV, which tune=off keeps; a γ given on the command
-    line leaves its scale unsearched; SVM-KNN keeps its leave-one-out grid."""
+    gamma="scale") and SVM-KNN K and C instead of their grid CV, which tune=off keeps (and
+    tune.own_cv_models under auto); a γ given on the command line leaves its scale
+    unsearched."""
     def space(*overrides, fixed=()):
         config = compose_run("dataset=heart", *overrides, tmp_path=tmp_path)
         return (resolve(json.loads(json.dumps(config)), fixed=fixed)["tune"] or {}).get("space")
@@ -363,7 +364,8 @@ def test_the_baselines_search_their_grid_s_range_under_auto_and_keep_the_grid_wh
                          fixed=("trainer.gamma",))) == {"trainer.C"}
     for model in ("linear", "linear_cs"):
         assert set(space(f"model={model}", "tune=auto")) == {"trainer.C"}
-    assert space("model=svm_knn", "tune=auto") is None
+    assert set(space("model=svm_knn", "tune=auto")) == {"trainer.n_neighbors", "trainer.C"}
+    assert space("model=svm_knn", "tune=auto", "tune.own_cv_models=[svm_knn]") is None
     X, y = _xor(240, 0)
     config = prepare_config(compose_run("model=kernel", "dataset=xor", "tune=auto",
                                         "tune.trials=4", "tune.budget_s=null",
@@ -1090,7 +1092,7 @@ def test_the_tune_lines_say_the_budget_before_the_trials_and_the_rest_after_the_
                         "2400 training rows fitted (tune.budget_rows: 10.0 fits)")
     first = search.report_["trials"][0]
     per_fit = first["seconds"] / first["fit_units"]
-    rest = re.fullmatch(r"tune    first trial ([\d.]+)s; the rest at most about ([\d.]+) s",
+    rest = re.fullmatch(r"tune    first trial ([\d.]+)s; the rest about ([\d.]+) s at that pace",
                         lines[1])
     assert rest and float(rest[2]) == pytest.approx(5 * per_fit, abs=0.6)  # 10 - 5 fits left
     assert re.match(r"tune    \d+ trials \(5-fold", lines[-1])
