@@ -26,7 +26,7 @@ from yardstick import run_one, write_sets
 
 from llc_bench.store.costs import fit_seconds
 
-SETS = ["ijcnn", "connect4"]
+SETS = ["ijcnn", "connect4_3class"]
 # name: (model, tune, extra overrides); the first two are the references: the kernel SVM
 # with its grid CV on a 5,000-row subsample and Nystroem with its grid CV
 RUNS = {

@@ -771,6 +771,13 @@ class _Objective:
                                             ("rows", self.budget_rows))
                      if cap is not None and spent > cap + 1e-9), None)
 
+    def cheapest_units(self, rows: int) -> float:
+        """The units of a fit on ``rows`` rows of the space's cheapest declared setting (each
+        ``cost`` dimension at its least value; the first trial's units where none is)."""
+        least = {key: (dim["values"] if dim["kind"] == "choice" else [dim["low"]])
+                 for key, dim in self.space.items() if dim.get("cost")}
+        return self.fit_units({k: min(v) for k, v in least.items()}, rows)
+
     def stop_on_budget(self, study, _trial) -> None:
         self.study = study
         if self.over_budget():
@@ -797,7 +804,11 @@ class _Objective:
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
                 units = self.fit_units(params, len(y_tr))
-                self.stopped_by = self.stopped_by or self.over_fit_budget(units)
+                over = self.over_fit_budget(units)
+                if over and step == 0 and not self.over_fit_budget(self.cheapest_units(
+                        len(y_tr))):  # a cheaper setting still fits: this one is not fitted
+                    raise optuna.TrialPruned()
+                self.stopped_by = self.stopped_by or over
                 if self.stopped_by or self.over_budget(cost):
                     trial.study.stop()
                     raise optuna.TrialPruned()

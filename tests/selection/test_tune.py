@@ -1100,6 +1100,33 @@ def test_the_tune_lines_say_the_budget_before_the_trials_and_the_rest_after_the_
                               "stopped by it")
 
 
+class _Costly(_Jittery):
+    """A _Jittery with a declared cost parameter ``n`` that does not change the fit."""
+
+    def __init__(self, C=1.0, n=1, delay=0.0):
+        self.C, self.n, self.delay = C, n, delay
+
+
+def test_a_setting_over_the_budget_is_skipped_while_a_cheaper_one_still_fits():
+    """A counted budget skips (prunes unfitted) a trial whose declared cost would pass it
+    while the space's cheapest setting still fits, and stops only when that one would not:
+    ML3's m = 10 drawn early no longer ends its selection after three trials."""
+    from llc_bench.selection import SearchCV
+    from llc_bench.selection.search import _WithParams
+
+    X, y = _xor(400, 0)
+    search = SearchCV(None, trials=30, budget_s=None, budget_fits=4, holdout_min_rows=0,
+                      refit=False, random_state=1)
+    space = {"n": {"kind": "choice", "values": [1, 8], "cost": True},
+             "C": {"kind": "float", "low": 1e-3, "high": 1e3, "log": True}}
+    search._search(X, y, _WithParams(_Costly()), space, {"n": 1, "C": 1.0})
+    trials = search.report_["trials"]
+    fitted = [t for t in trials if t["folds_scored"]]
+    assert [t["params"]["n"] for t in fitted] == [1, 1, 1, 1]  # 4 fits of cost 1
+    assert any(t["params"]["n"] == 8 and not t["folds_scored"] for t in trials)
+    assert search.report_["stopped_by"] == "fits" and search.report_["budget"]["fits"] == 4.0
+
+
 def test_a_seconds_cap_says_so_on_the_run_s_lines(tmp_path):
     """A selection that tune.budget_s ended says so in its tune line and in the run's
     result line: its choice may differ on another machine."""
