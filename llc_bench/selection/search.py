@@ -6,7 +6,7 @@ tune`` and the model presets run (docs/guide/tuning.md)::
     from llc_bench.models import LLSVMClassifier
     from llc_bench.selection import SearchCV
 
-    search = SearchCV(LLSVMClassifier(), budget_s=30).fit(X, y)
+    search = SearchCV(LLSVMClassifier(), trials=20).fit(X, y)
     search.best_params_, search.score(X_test, y_test)
 
 :class:`SearchCV`:
@@ -81,20 +81,22 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         Parameter name -> dimension (a list of choices, a Hydra sweep string or a parsed
         dimension); None: the estimator's declared space.
     trials : int or None, default=30
-        At most this many trials (None: no limit; then ``budget_s`` must be set).
-    budget_s : float or None, default=60.0
+        At most this many trials (None: no limit; then a budget must be set).
+    budget_s : float or None, default=None
         No trial started that would end past this many seconds, a fit running then given
-        up at its next epoch (None: no limit).
+        up at its next epoch (None: no limit): a cap that makes the choice depend on the
+        machine.
     budget_fits : float or None, default=None
         No fit started that would pass this many fits, counted in fits of the first
         trial's setting on a split's training rows (a fit on fewer rows, or of a setting
         the space declares costlier, counts its share): a budget the same on any machine
         (None: no limit).
-    budget_rows : int or None, default=None
+    budget_rows : int or None, default=250000
         No fit started that would take the training rows the trials have fitted past this
         many (a fit of a setting the space declares costlier counting its share): a budget
         the same on any machine that follows the problem's size, stated in the report as a
-        multiple of one fit on a split's training rows (None: no limit).
+        multiple of one fit on a split's training rows: the default, 30 trials up to about
+        11,000 rows, 6 on 50,000 (None: no limit).
     folds : int, default=5
         Stratified CV folds below ``holdout_min_rows`` rows.
     holdout : float, default=0.25
@@ -167,8 +169,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
     }
 
-    def __init__(self, estimator, space=None, *, trials=30, budget_s=60.0, budget_fits=None,
-                 budget_rows=None,
+    def __init__(self, estimator, space=None, *, trials=30, budget_s=None, budget_fits=None,
+                 budget_rows=250_000,
                  folds=5,
                  holdout=0.25, holdout_min_rows=2000, rungs=1, keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,

@@ -269,7 +269,7 @@ MANY_TRIALS = 100
 
 
 def cost_warning(config: Mapping, splits: list) -> str | None:
-    """For ``tune.trials`` >= MANY_TRIALS and no ``tune.budget_s``: the trials, the fits
+    """For ``tune.trials`` >= MANY_TRIALS and no budget: the trials, the fits
     each makes and what they may take by the store's runs of the model on the dataset (as
     ``llc-bench run -m`` estimates a sweep), else None."""
     from llc_bench.store.costs import CostModel, describe
@@ -288,9 +288,9 @@ def cost_warning(config: Mapping, splits: list) -> str | None:
     estimate = (f"up to {describe(trials * len(splits) * seconds)} by the store's runs of "
                 f"{model} on {dataset}" if seconds is not None else
                 f"no estimate (no stored run of {model} on {dataset})")
-    return (f"tune.trials={trials} with no budget (tune.budget_s=null): {trials} trials of "
-            f"{len(splits)} fit(s) on {rows} rows, {estimate}; tune.budget_s=S stops the "
-            "selection after S seconds")
+    return (f"tune.trials={trials} with no budget (tune.budget_rows=null): {trials} trials "
+            f"of {len(splits)} fit(s) on {rows} rows, {estimate}; tune.budget_rows=N stops the "
+            "selection before N training rows are fitted")
 
 
 def _search_cv(config: Mapping) -> SearchCV:

@@ -305,7 +305,8 @@ class FigureBuilder:
                 for b in [None] if m in one_run else spec["budgets"]:
                     o = _run_overrides(spec, d, over)
                     if b is not None:  # the budget alone ends the selection
-                        o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None}
+                        o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
+                             "tune.budget_rows": None}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

@@ -97,7 +97,7 @@ def test_a_space_of_lists_strings_and_dimensions():
     (SearchCV(LinearSVMClassifier(), {"C": []}), "empty list"),
     (SearchCV(LinearSVMClassifier(), {"C": {"kind": "float", "low": 2, "high": 1}}),
      "expected a list"),
-    (SearchCV(LinearSVMClassifier(), {"C": [1]}, trials=None, budget_s=None),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, trials=None, budget_rows=None),
      "all None"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, budget_rows=0), "budget_rows"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),

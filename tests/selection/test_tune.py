@@ -151,7 +151,7 @@ def test_two_workers_keep_the_budget(tmp_path):
 
 
 def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
-    """tune.trials >= 100 and tune.budget_s=null: one warning before the first trial, with
+    """tune.trials >= 100 and no budget: one warning before the first trial, with
     an estimate from the store's runs (the committed results know llsvm on banana) or
     saying there is none."""
     import warnings
@@ -167,16 +167,18 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
         return prepare_config(compose_run("model=llsvm", "dataset=banana", "tune=on",
                                           *overrides, tmp_path=tmp_path))
 
-    many = config("tune.trials=100", "tune.budget_s=null")
+    many = config("tune.trials=100", "tune.budget_rows=null")
     parts = _splits(X, y, many["tune"], 0)[1]
     text = cost_warning(many, parts)
-    assert text.startswith("tune.trials=100 with no budget (tune.budget_s=null): 100 trials "
-                           "of 5 fit(s) on 240 rows, up to ~") and "llsvm on banana" in text
-    assert "tune.budget_s=S" in text
+    assert text.startswith("tune.trials=100 with no budget (tune.budget_rows=null): 100 "
+                           "trials of 5 fit(s) on 240 rows, up to ~") and "llsvm on banana" in text
+    assert "tune.budget_rows=N" in text
     unknown = {**many, "dataset": {**many["dataset"], "name": "nosuch"}}
     assert "no estimate (no stored run of llsvm on nosuch)" in cost_warning(unknown, parts)
-    assert cost_warning(config("tune.trials=100", "tune.budget_s=60"), parts) is None
-    assert cost_warning(config("tune.trials=30", "tune.budget_s=null"), parts) is None
+    assert cost_warning(config("tune.trials=100"), parts) is None  # the row budget
+    assert cost_warning(config("tune.trials=100", "tune.budget_rows=null", "tune.budget_s=60"),
+                        parts) is None
+    assert cost_warning(config("tune.trials=30", "tune.budget_rows=null"), parts) is None
 
     seen = []
 
