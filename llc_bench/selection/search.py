@@ -93,10 +93,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         (None: no limit).
     budget_rows : int or None, default=250000
         No fit started that would take the training rows the trials have fitted past this
-        many (a fit of a setting the space declares costlier counting its share): a budget
-        the same on any machine that follows the problem's size, stated in the report as a
-        multiple of one fit on a split's training rows: the default, 30 trials up to about
-        11,000 rows, 6 on 50,000 (None: no limit).
+        many: a budget the same on any machine that follows the problem's size, stated in
+        the report as a multiple of one fit on a split's training rows: the default, 30
+        trials up to about 11,000 rows, 6.7 on 50,000 (None: no limit).
     folds : int, default=5
         Stratified CV folds below ``holdout_min_rows`` rows.
     holdout : float, default=0.25
@@ -395,7 +394,9 @@ def _budget_note(report: Mapping) -> str:
         caps.append(f"{budget['budget_rows']} rows = {budget['budget_rows'] / rows:.1f} fits")
     if budget.get("budget_fits") is not None:
         caps.append(f"{budget['budget_fits']} fits")
-    return f"; budget {' and '.join(caps)} of {rows} rows, {budget['fits']:.1f} spent"
+    spent = (budget["rows"] / rows if budget.get("budget_rows") is not None
+             else budget["fits"])
+    return f"; budget {' and '.join(caps)} of {rows} rows, {spent:.1f} spent"
 
 
 def _budget(tune: Mapping, records: list, rows_per_fit: int) -> dict:
@@ -404,8 +405,8 @@ def _budget(tune: Mapping, records: list, rows_per_fit: int) -> dict:
     out = {"trials": tune["trials"], "budget_s": tune["budget_s"]}
     counted = {k: tune[k] for k in ("budget_fits", "budget_rows") if tune.get(k) is not None}
     if counted:
-        fits = sum(r.get("fit_units", 0.0) for r in records)
-        out.update(counted, fits=fits, rows=round(fits * rows_per_fit),
+        out.update(counted, fits=sum(r.get("fit_units", 0.0) for r in records),
+                   rows=sum(r.get("fit_rows", 0) for r in records),
                    rows_per_fit=int(rows_per_fit))
     return out
 
@@ -703,9 +704,8 @@ class _Objective:
                  budget_rows: int | None = None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
         self.cache = cache  # a TrialCache handed to the fits that take it
-        self.budget_fits, self.running_units = budget_fits, 0.0
-        # a budget in rows, as one in fits of the first trial's setting on a split's rows
-        self.budget_rows = None if budget_rows is None else budget_rows / len(parts[-1][1])
+        self.budget_fits, self.budget_rows = budget_fits, budget_rows
+        self.running_units, self.running_rows = 0.0, 0
         self.stopped_by: str | None = None  # "fits" / "rows" when that budget stopped it
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
@@ -762,16 +762,19 @@ class _Objective:
         trials = self.study.get_trials(deepcopy=False) if self.study is not None else []
         return next((t.params for t in trials if t.number == 0), None)
 
-    def over_fit_budget(self, units: float) -> str | None:
-        """Which budget, "fits" or "rows", one more fit of ``units`` would pass (a trial has
-        completed: the first always does), or None."""
+    def over_fit_budget(self, units: float, rows: int = 0) -> str | None:
+        """Which budget one more fit of ``units`` on ``rows`` rows would pass, "fits" or
+        "rows" (a trial has completed: the first always does), or None."""
         if (self.budget_fits is None and self.budget_rows is None) or not self.complete():
             return None
-        spent = self.running_units + units + sum(r.get("fit_units", 0.0) for r in (
-            *self.records, *(t.user_attrs["record"] for t in self._others())))
-        return next((name for name, cap in (("fits", self.budget_fits),
-                                            ("rows", self.budget_rows))
-                     if cap is not None and spent > cap + 1e-9), None)
+        done = [*self.records, *(t.user_attrs["record"] for t in self._others())]
+        if self.budget_fits is not None and self.running_units + units + sum(
+                r.get("fit_units", 0.0) for r in done) > self.budget_fits + 1e-9:
+            return "fits"
+        if self.budget_rows is not None and self.running_rows + rows + sum(
+                r.get("fit_rows", 0) for r in done) > self.budget_rows:
+            return "rows"
+        return None
 
     def cheapest_units(self, rows: int) -> float:
         """The units of a fit on ``rows`` rows of the space's cheapest declared setting (each
@@ -802,13 +805,13 @@ class _Objective:
             estimator.set_params(history=False)  # monitoring only: the numbers are the same
         scores: list[float] = []
         past = None
-        self.running_units = 0.0
+        self.running_units, self.running_rows = 0.0, 0
         try:
             for step, (X_tr, y_tr, X_va, y_va) in enumerate(self.parts):
                 units = self.fit_units(params, len(y_tr))
-                over = self.over_fit_budget(units)
+                over = self.over_fit_budget(units, len(y_tr))
                 if over and step == 0 and not self.over_fit_budget(self.cheapest_units(
-                        len(y_tr))):  # a cheaper setting still fits: this one is not fitted
+                        len(y_tr)), len(y_tr)):  # a cheaper setting still fits: not this one
                     raise optuna.TrialPruned()
                 self.stopped_by = self.stopped_by or over
                 if self.stopped_by or self.over_budget(cost):
@@ -826,6 +829,7 @@ class _Objective:
                     X_va, **self._cache_kw(type(fitted).predict))))
                 self.fits.append((cost, time.perf_counter() - t_fit))
                 self.running_units += units
+                self.running_rows += len(y_tr)
                 # a rung reports at its row count in units of the smallest rung's (1, 3, 9):
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
                 trial.report(self.value(scores), 3 ** step if self.rungs else step)
@@ -838,6 +842,7 @@ class _Objective:
                                  "split_scores": [float(s) for s in scores],
                                  "seconds": time.perf_counter() - t,
                                  "fit_units": self.running_units,
+                                 "fit_rows": self.running_rows,
                                  **({"stopped": f"budget: a fit {past}"} if past else {})})
             if self.shared:
                 trial.set_user_attr("fits", [list(f) for f in self.fits[first_fit:]])
@@ -854,8 +859,11 @@ class _Objective:
 
         per_fit = first["seconds"] / max(first["fit_units"], 1e-12)
         left = [] if self.trials is None else [(self.trials - 1) * first["fit_units"]]
-        left += [cap - first["fit_units"] for cap in (self.budget_fits, self.budget_rows)
-                 if cap is not None]
+        if self.budget_fits is not None:
+            left.append(self.budget_fits - first["fit_units"])
+        if self.budget_rows is not None:  # in fits of the first trial's rows
+            left.append((self.budget_rows - first["fit_rows"]) * first["fit_units"]
+                        / max(first["fit_rows"], 1))
         if not left:
             return f"tune    first trial {first['seconds']:.1f}s; the rest: until tune.budget_s"
         seconds = max(0.0, min(left)) * per_fit

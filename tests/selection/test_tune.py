@@ -1031,8 +1031,8 @@ def test_a_budget_in_fits_is_the_same_choice_under_any_load():
 
 
 def test_a_fit_counts_its_rows_and_its_declared_cost():
-    """A fit on a third of the rows counts a third; a trial of twice the declared cost
-    (ML3's models per class) counts twice."""
+    """A fit on a third of the rows counts a third of a fit; a trial of twice the declared
+    cost (ML3's models per class) counts twice; a budget in rows counts rows alone."""
     from llc_bench.selection.search import _Objective
 
     parts = [(None, np.zeros(100), None, None), (None, np.zeros(300), None, None)]
@@ -1044,9 +1044,9 @@ def test_a_fit_counts_its_rows_and_its_declared_cost():
     assert objective.fit_units({"n_models": 4}, 300) == pytest.approx(2.0)
     assert not objective.over_fit_budget(8.6)
     assert objective.over_fit_budget(8.7) == "fits"
-    rows = _Objective(None, space, parts, None, budget_rows=3000)  # 10 fits of 300 rows
-    rows.records = objective.records
-    assert not rows.over_fit_budget(8.6) and rows.over_fit_budget(8.7) == "rows"
+    rows = _Objective(None, space, parts, None, budget_rows=1000)  # rows, whatever the cost
+    rows.records = [{**objective.records[0], "fit_rows": 400}]
+    assert not rows.over_fit_budget(2.0, 600) and rows.over_fit_budget(0.1, 601) == "rows"
 
 
 def test_a_budget_in_rows_follows_the_problem_s_size_and_not_the_load():
