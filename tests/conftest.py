@@ -104,6 +104,20 @@ def run_on_mirror(tmp_path, mirror, *overrides):
     return run_experiment(cfg, echo=lambda line: None)
 
 
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory, mirror):
+    """`llc-bench run OVERRIDES` on the dataset mirror into one results store and data home
+    for the session, shared by the xdist workers: a config that several tests run (the
+    same model, data, seed and settings) is fitted once, and the others read its record
+    from the store (a worker asking for a run another one is fitting waits for it)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' common temporary directory
+    workdir = base / "real_runs"
+    workdir.mkdir(exist_ok=True)
+    return lambda *overrides: run_on_mirror(workdir, mirror, *overrides)
+
+
 def blobs(n_classes, n=300, d=4, seed=0, scale=3.0):
     """Gaussian blobs: ``n`` points around ``n_classes`` random centres (spread ``scale``)."""
     rng = np.random.default_rng(seed)
