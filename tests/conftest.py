@@ -60,6 +60,45 @@ def _no_hydra_run_left_over():
     HydraConfig.instance().cfg = None
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _committed_files_read_once():
+    """The committed results/ (thousands of records) and the table configs are read-only in
+    the suite, yet every `llc-bench run -m`, `tables`, `figures` and many-trial selection
+    reads them again (the cost estimate; the tables' specs): in each test process they are
+    read once per version of the files (the runs directory's, the file's mtime and size)
+    and the callers get copies. Any other store or file is read as before."""
+    import copy
+
+    from llc_bench.store import costs
+    from llc_bench.tables import spec
+
+    committed = REPO / "results"
+    medians, load_yaml, cache = costs._medians, spec._load_yaml, {}
+
+    def medians_once(results_dir):
+        runs = committed / "runs"
+        if not results_dir or Path(results_dir).resolve() != committed or not runs.is_dir():
+            return medians(results_dir)
+        key = ("medians", runs.stat().st_mtime_ns)
+        if key not in cache:
+            cache[key] = medians(results_dir)
+        return dict(cache[key])
+
+    def load_yaml_once(path):
+        real = Path(str(path))
+        if not real.is_file():
+            return load_yaml(path)
+        stat = real.stat()
+        key = ("yaml", str(real.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key not in cache:
+            cache[key] = load_yaml(path)
+        return copy.deepcopy(cache[key])
+
+    costs._medians, spec._load_yaml = medians_once, load_yaml_once
+    yield
+    costs._medians, spec._load_yaml = medians, load_yaml
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     """The shared dataset mirror, or skip the test."""
