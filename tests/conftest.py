@@ -99,6 +99,43 @@ def _committed_files_read_once():
     costs._medians, spec._load_yaml = medians, load_yaml
 
 
+def _threads_per_worker() -> int | None:
+    """Under ``pytest -n N`` (xdist) the N workers share the machine's cores: each gets
+    cores // N threads (at least one); None outside xdist."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not workers:
+        return None
+    return max(1, (os.cpu_count() or 1) // int(workers))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _blas_threads_per_worker():
+    """BLAS and OpenMP pools limited to the worker's share of the cores: two workers each
+    running two spinning BLAS threads on two cores burn the CPU they wait for."""
+    threads = _threads_per_worker()
+    if threads is None:
+        yield
+        return
+    import scipy.linalg  # noqa: F401  (its own OpenBLAS, loaded before the limit)
+    import sklearn.utils  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads_per_worker():
+    """numba's parallel kernels on the worker's share of the cores (set before every test:
+    a test that compares thread counts sets its own and restores numba's default)."""
+    threads = _threads_per_worker()
+    if threads is not None:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    yield
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     """The shared dataset mirror, or skip the test."""
