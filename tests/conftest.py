@@ -60,6 +60,82 @@ def _no_hydra_run_left_over():
     HydraConfig.instance().cfg = None
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _committed_files_read_once():
+    """The committed results/ (thousands of records) and the table configs are read-only in
+    the suite, yet every `llc-bench run -m`, `tables`, `figures` and many-trial selection
+    reads them again (the cost estimate; the tables' specs): in each test process they are
+    read once per version of the files (the runs directory's, the file's mtime and size)
+    and the callers get copies. Any other store or file is read as before."""
+    import copy
+
+    from llc_bench.store import costs
+    from llc_bench.tables import spec
+
+    committed = REPO / "results"
+    medians, load_yaml, cache = costs._medians, spec._load_yaml, {}
+
+    def medians_once(results_dir):
+        runs = committed / "runs"
+        if not results_dir or Path(results_dir).resolve() != committed or not runs.is_dir():
+            return medians(results_dir)
+        key = ("medians", runs.stat().st_mtime_ns)
+        if key not in cache:
+            cache[key] = medians(results_dir)
+        return dict(cache[key])
+
+    def load_yaml_once(path):
+        real = Path(str(path))
+        if not real.is_file():
+            return load_yaml(path)
+        stat = real.stat()
+        key = ("yaml", str(real.resolve()), stat.st_mtime_ns, stat.st_size)
+        if key not in cache:
+            cache[key] = load_yaml(path)
+        return copy.deepcopy(cache[key])
+
+    costs._medians, spec._load_yaml = medians_once, load_yaml_once
+    yield
+    costs._medians, spec._load_yaml = medians, load_yaml
+
+
+def _threads_per_worker() -> int | None:
+    """Under ``pytest -n N`` (xdist) the N workers share the machine's cores: each gets
+    cores // N threads (at least one); None outside xdist."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not workers:
+        return None
+    return max(1, (os.cpu_count() or 1) // int(workers))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _blas_threads_per_worker():
+    """BLAS and OpenMP pools limited to the worker's share of the cores: two workers each
+    running two spinning BLAS threads on two cores burn the CPU they wait for."""
+    threads = _threads_per_worker()
+    if threads is None:
+        yield
+        return
+    import scipy.linalg  # noqa: F401  (its own OpenBLAS, loaded before the limit)
+    import sklearn.utils  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads_per_worker():
+    """numba's parallel kernels on the worker's share of the cores (set before every test:
+    a test that compares thread counts sets its own and restores numba's default)."""
+    threads = _threads_per_worker()
+    if threads is not None:
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    yield
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     """The shared dataset mirror, or skip the test."""
@@ -102,6 +178,20 @@ def run_on_mirror(tmp_path, mirror, *overrides):
 
     cfg = compose_run(*overrides, tmp_path=tmp_path, mirrors=(mirror,))
     return run_experiment(cfg, echo=lambda line: None)
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory, mirror):
+    """`llc-bench run OVERRIDES` on the dataset mirror into one results store and data home
+    for the session, shared by the xdist workers: a config that several tests run (the
+    same model, data, seed and settings) is fitted once, and the others read its record
+    from the store (a worker asking for a run another one is fitting waits for it)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' common temporary directory
+    workdir = base / "real_runs"
+    workdir.mkdir(exist_ok=True)
+    return lambda *overrides: run_on_mirror(workdir, mirror, *overrides)
 
 
 def blobs(n_classes, n=300, d=4, seed=0, scale=3.0):

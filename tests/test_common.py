@@ -62,7 +62,8 @@ CHECKED = {
                     OCCClassifier(intercept="per_basis", random_state=0),
                     OCCClassifier(solver="sgd", variant="class", random_state=0),
                     OCCClassifier(features="codes", random_state=0)],
-    SVMKNNClassifier: [SVMKNNClassifier(K_grid=(3, 9), n_cv_points=40, random_state=0)],
+    SVMKNNClassifier: [SVMKNNClassifier(K_grid=(3, 9), C_grid=(1.0, 10.0), n_cv_points=40,
+                                      random_state=0)],
 }
 
 

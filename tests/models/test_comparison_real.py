@@ -5,12 +5,11 @@ grids select on these splits (SVM-KNN on banana: K = 40 with the local C = 1; CS
 on banana with conf/tuned/csvm_banana.yaml's L = 16, C = 0.5 on magic04 with L = 8).
 """
 
-from conftest import run_on_mirror as run
 
 
-def test_svm_knn_on_banana(tmp_path, mirror):
+def test_svm_knn_on_banana(real_run):
     # paper: 90.61; SVM-KNN trains its local SVMs at test time (LLC-SAPL Table 3: slowest)
-    record = run(tmp_path, mirror, "dataset=banana", "model=svm_knn", "trainer.K_grid=[20,40,80]")
+    record = real_run("dataset=banana", "model=svm_knn", "trainer.K_grid=[20,40,80]")
     m = record["metrics"]
     assert m["test_accuracy"] >= 0.895
     assert 0.0 < m["test_hinge"] < 0.4
@@ -22,9 +21,9 @@ def test_svm_knn_on_banana(tmp_path, mirror):
     assert record["timings"]["test_total"] > 0
 
 
-def test_csvm_on_banana(tmp_path, mirror):
+def test_csvm_on_banana(real_run):
     # paper: 89.64 ± 0.17
-    record = run(tmp_path, mirror, "dataset=banana", "model=csvm", "trainer.C_grid=[8,32]")
+    record = real_run("dataset=banana", "model=csvm", "trainer.C_grid=[8,32]")
     m = record["metrics"]
     assert m["test_accuracy"] >= 0.89
     assert m["test_hinge"] < 0.35
@@ -32,7 +31,7 @@ def test_csvm_on_banana(tmp_path, mirror):
     assert record["model_size"]["n_parameters"] == 16 * 3
 
 
-def test_csvm_on_magic04(tmp_path, mirror):
+def test_csvm_on_magic04(real_run):
     # paper: 85.01 ± 0.51
-    record = run(tmp_path, mirror, "dataset=magic04", "model=csvm", "trainer.C_grid=[0.5,2]")
+    record = real_run("dataset=magic04", "model=csvm", "trainer.C_grid=[0.5,2]")
     assert record["metrics"]["test_accuracy"] >= 0.84

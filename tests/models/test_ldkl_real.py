@@ -4,7 +4,6 @@ The released code's defaults (conf/trainer/ldkl.yaml), no per-dataset tuning.
 """
 
 import pytest
-from conftest import run_on_mirror as run
 
 
 @pytest.mark.slow
@@ -13,8 +12,8 @@ from conftest import run_on_mirror as run
     ("magic04", 0.850, 0.8622),
     ("ijcnn", 0.975, 0.9831),
 ])
-def test_ldkl_accuracy_near_the_paper(tmp_path, mirror, dataset, threshold, paper):
-    record = run(tmp_path, mirror, f"dataset={dataset}", "model=ldkl", "seed=0")
+def test_ldkl_accuracy_near_the_paper(real_run, dataset, threshold, paper):
+    record = real_run(f"dataset={dataset}", "model=ldkl", "seed=0")
     m = record["metrics"]
     assert m["test_accuracy"] >= threshold, (m["test_accuracy"], paper)
     assert record["model_size"]["nodes_per_prediction"] == 4  # depth 3: 4 of 15 nodes

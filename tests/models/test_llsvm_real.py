@@ -6,23 +6,17 @@ the per-dataset hyper-parameters come from conf/tuned/ (chosen on training data)
 
 import numpy as np
 import pytest
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
 
 
-def accuracies(tmp_path, mirror, *overrides, seeds=(0,)):
-    out = []
-    for seed in seeds:
-        cfg = compose_run(*overrides, f"seed={seed}", tmp_path=tmp_path, mirrors=(mirror,))
-        out.append(run_experiment(cfg, echo=lambda line: None)["metrics"]["test_accuracy"])
-    return np.array(out)
+def accuracies(real_run, *overrides, seeds=(0,)):
+    return np.array([real_run(*overrides, f"seed={seed}")["metrics"]["test_accuracy"]
+                     for seed in seeds])
 
 
 @pytest.mark.parametrize("dataset,threshold", [("banana", 0.890), ("magic04", 0.845)])
-def test_llsvm_small_sets_mean_of_three_seeds(tmp_path, mirror, dataset, threshold):
+def test_llsvm_small_sets_mean_of_three_seeds(real_run, dataset, threshold):
     # paper: banana 89.71, magic04 85.19
-    acc = accuracies(tmp_path, mirror, "model=llsvm", f"dataset={dataset}", seeds=(0, 1, 2))
+    acc = accuracies(real_run, "model=llsvm", f"dataset={dataset}", seeds=(0, 1, 2))
     assert acc.mean() >= threshold
 
 
@@ -32,14 +26,14 @@ def test_llsvm_small_sets_mean_of_three_seeds(tmp_path, mirror, dataset, thresho
     ("letter", 0.940),  # paper 95.03
     ("skin", 0.945),    # paper 95.24
 ])
-def test_llsvm_larger_sets(tmp_path, mirror, dataset, threshold):
-    assert accuracies(tmp_path, mirror, "model=llsvm", f"dataset={dataset}")[0] >= threshold
+def test_llsvm_larger_sets(real_run, dataset, threshold):
+    assert accuracies(real_run, "model=llsvm", f"dataset={dataset}")[0] >= threshold
 
 
 @pytest.mark.parametrize("dataset,paper,llsvm_paper", [
     ("banana", 0.8947, 0.8971), ("magic04", 0.8024, 0.8519)])
-def test_lcc_svm_near_its_row(tmp_path, mirror, dataset, paper, llsvm_paper):
+def test_lcc_svm_near_its_row(real_run, dataset, paper, llsvm_paper):
     # At least the paper's LCC+SVM row (magic04's held-out lambda and k beat it by about 3
     # points), and, learning only one bias per anchor, not above its LL-SVM row.
-    acc = accuracies(tmp_path, mirror, "model=lcc_svm", f"dataset={dataset}", seeds=(0, 1, 2))
+    acc = accuracies(real_run, "model=lcc_svm", f"dataset={dataset}", seeds=(0, 1, 2))
     assert paper - 0.015 <= acc.mean() <= llsvm_paper + 0.015

@@ -8,19 +8,10 @@ committed tables (results/tables/).
 """
 
 import pytest
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    return tmp_path_factory.mktemp("occ_real")  # one data home: datasets parsed once
-
-
-def error(workdir, mirror, *overrides):
-    cfg = compose_run(*overrides, tmp_path=workdir, mirrors=(mirror,))
-    record = run_experiment(cfg, echo=lambda line: None)
+def error(real_run, *overrides):
+    record = real_run(*overrides)
     return 100 * (1 - record["metrics"]["test_accuracy"]), record
 
 
@@ -29,8 +20,8 @@ def error(workdir, mirror, *overrides):
     ("occ_lib_c", "letter", 16, 8.5),   # paper 7.35
     ("occ_lib_g", "usps", 20, 4.8),     # paper 4.14
 ])
-def test_lib_llsvm_error(workdir, mirror, model, dataset, n_basis, limit):
-    err, record = error(workdir, mirror, f"model={model}", f"dataset={dataset}",
+def test_lib_llsvm_error(real_run, model, dataset, n_basis, limit):
+    err, record = error(real_run, f"model={model}", f"dataset={dataset}",
                         f"coding.n_basis={n_basis}")
     assert record["config"]["dataset"]["scaling"] == "none"  # the paper's raw features
     assert not record["fit_info"]["solver"]["subsampled"]
@@ -43,8 +34,8 @@ def test_lib_llsvm_error(workdir, mirror, model, dataset, n_basis, limit):
     ("occ_linear_g", "usps", 95, 7.82),
     ("occ_linear_c", "usps", 95, 5.98),
 ])
-def test_linear_svm_on_codes_near_its_row(workdir, mirror, model, dataset, n_basis, paper):
-    err, _ = error(workdir, mirror, f"model={model}", f"dataset={dataset}",
+def test_linear_svm_on_codes_near_its_row(real_run, model, dataset, n_basis, paper):
+    err, _ = error(real_run, f"model={model}", f"dataset={dataset}",
                    f"coding.n_basis={n_basis}")
     assert abs(err - paper) <= 2.0
 
@@ -67,8 +58,8 @@ MNIST_TEST_IMAGES_ONLY = (
 
 
 @pytest.mark.parametrize("model,limit", [("occ_lib_g", 7.0), ("occ_peg_c", 10.0)])
-def test_mnist_smoke_on_test_images_only(workdir, mirror, model, limit):
-    err, record = error(workdir, mirror, *MNIST_TEST_IMAGES_ONLY, f"model={model}",
+def test_mnist_smoke_on_test_images_only(real_run, model, limit):
+    err, record = error(real_run, *MNIST_TEST_IMAGES_ONLY, f"model={model}",
                         "coding.n_basis=20", "trainer.epochs=5")
     assert record["data"]["n_train"] == 2000 and record["data"]["n_test"] == 3000
     assert err <= limit

@@ -6,30 +6,22 @@ ijcnn, usps and phishing; letter, skin, connect4 and the 3-seed means of the
 larger sets are measured outside the test suite and reported in the committed tables
 (the file takes about 70 s on a lightly loaded 2-core machine).  Thresholds are the
 accuracy targets; the per-dataset hyper-parameters come from conf/tuned/ (chosen
-on training data only).  Runs are shared between tests through one module-level
-results directory (the runner's record cache), so each (model, dataset, seed) is
-fitted once.
+on training data only).  Runs are shared between tests through the session's results
+store (the runner's record cache, ``real_run``), so each (model, dataset, seed) is
+fitted once, here and in test_llsvm_real.py.
 """
 
 import numpy as np
 import pytest
-from conftest import compose_run
-
-from llc_bench.experiment.runner import run_experiment
 
 SEEDS = (0, 1, 2)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, mirror):
-    tmp = tmp_path_factory.mktemp("sapl_real")
-
+def runs(real_run):
     def metrics(model, dataset, seeds=SEEDS):
-        out = []
-        for seed in seeds:
-            cfg = compose_run(f"model={model}", f"dataset={dataset}", f"seed={seed}",
-                              tmp_path=tmp, mirrors=(mirror,))
-            out.append(run_experiment(cfg, echo=lambda line: None))
+        out = [real_run(f"model={model}", f"dataset={dataset}", f"seed={seed}")
+               for seed in seeds]
         acc = np.array([r["metrics"]["test_accuracy"] for r in out])
         hinge = np.array([r["metrics"]["test_hinge"] for r in out])
         return acc, hinge, out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
 
 import numpy as np
@@ -123,21 +124,44 @@ def _csv(path, X, labels, header=True):
     return path
 
 
-@pytest.fixture
-def kept(tmp_path, capsys):
+def _keep_llsvm(directory):
+    """LL-SVM kept from three labelled blobs (train.csv, test.csv in ``directory``, its
+    store in ``directory/store``): (directory, record, test file, X_test, test labels)."""
     X, y = _data(400)
     names = np.array(["low", "mid", "high"])
     X_te, y_te = _data(150, seed=2)
-    train = _csv(tmp_path / "train.csv", X, names[y])
-    test = _csv(tmp_path / "test.csv", X_te, names[y_te])
+    train = _csv(directory / "train.csv", X, names[y])
+    test = _csv(directory / "test.csv", X_te, names[y_te])
     main(["run", "dataset=file", f"dataset.train={train}", f"dataset.test={test}",
-          "model=llsvm", "tune=off", "save_model=true", f"results_dir={tmp_path / 'store'}",
+          "model=llsvm", "tune=off", "save_model=true", f"results_dir={directory / 'store'}",
           "progress=off"])
-    out = capsys.readouterr().out
-    record_path = next((tmp_path / "store" / "runs").glob("*.json"))
+    record_path = next((directory / "store" / "runs").glob("*.json"))
     record = json.loads(record_path.read_text())
-    assert "models/" in record["model_file"] and out
-    return tmp_path, record, test, X_te, names[y_te]
+    assert "models/" in record["model_file"]
+    return directory, record, test, X_te, names[y_te]
+
+
+@pytest.fixture(scope="module")
+def _kept_once(tmp_path_factory):
+    """One fit of ``_keep_llsvm`` for the module's tests that only read its files."""
+    return _keep_llsvm(tmp_path_factory.mktemp("kept"))
+
+
+@pytest.fixture
+def kept(_kept_once, tmp_path, capsys):
+    """``_kept_once``'s files (data, store, model file) copied into this test's tmp_path."""
+    directory, record, test, X_te, truth = _kept_once
+    shutil.copytree(directory, tmp_path, dirs_exist_ok=True)
+    capsys.readouterr()
+    return tmp_path, record, tmp_path / test.name, X_te, truth
+
+
+@pytest.fixture
+def kept_here(tmp_path, capsys):
+    """``_keep_llsvm`` fitted in this test's tmp_path (its paths are in the record's key)."""
+    kept = _keep_llsvm(tmp_path)
+    assert capsys.readouterr().out
+    return kept
 
 
 #: hyper-parameters fixed (no cross-validation) so that each family's run takes a second
@@ -249,8 +273,8 @@ def test_bad_data_files_are_one_line_errors(kept, capsys):
 
 
 def test_save_model_does_not_change_the_cache_key_and_refits_when_the_file_is_missing(
-        kept, capsys):
-    tmp_path, record, test, *_ = kept
+        kept_here, capsys):
+    tmp_path, record, test, *_ = kept_here
     model = tmp_path / "store" / record["model_file"]
     args = ["run", "dataset=file", f"dataset.train={tmp_path / 'train.csv'}",
             f"dataset.test={test}", "model=llsvm", "tune=off",
