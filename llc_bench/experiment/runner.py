@@ -488,7 +488,8 @@ def _load(config, seed, echo) -> tuple:
             "n_features": int(ds.n_features), "classes": list(ds.classes), "task": ds.task,
             **{k: v for k, v in ds.info.items() if k != "timings"}}
     echo(data_line(config["dataset"]["name"], data, ds.info.get("timings", {})))
-    costly = kernel_cv_note(config.get("trainer") or {}, data["n_train"])
+    costly = (None if config.get("tune") else  # a selection replaces the grid CV
+              kernel_cv_note(config.get("trainer") or {}, data["n_train"]))
     if costly:  # said before it is paid
         print(f"llc-bench: note: {costly}", file=sys.stderr, flush=True)
     return ds, data

@@ -129,8 +129,8 @@ def kernel_cv_note(trainer: Mapping, n_train: int) -> str | None:
     """What the kernel SVM's cross-validation will do on ``n_train`` rows, said before it is
     paid when its fits are large: LIBSVM's time grows about as the square of the rows, so
     the default 5-fold grid of 25 (C, γ) on tens of thousands of rows takes hours."""
-    if trainer.get("name") != "libsvm" or (trainer.get("C") is not None
-                                           and trainer.get("gamma") is not None):
+    gamma_given = trainer.get("gamma") is not None or trainer.get("gamma_scale") is not None
+    if trainer.get("name") != "libsvm" or (trainer.get("C") is not None and gamma_given):
         return None
     folds = int(trainer.get("cv_folds") or 5)
     rows = min(n_train, int(trainer.get("cv_max_rows") or n_train))
@@ -138,8 +138,7 @@ def kernel_cv_note(trainer: Mapping, n_train: int) -> str | None:
     if per_fit < KERNEL_CV_ROWS:
         return None
     settings = ((len(trainer.get("C_grid") or ()) if trainer.get("C") is None else 1)
-                * (len(trainer.get("gamma_factors") or ()) if trainer.get("gamma") is None
-                   else 1))
+                * (len(trainer.get("gamma_factors") or ()) if not gamma_given else 1))
     return (f"the kernel SVM chooses C and gamma by {folds}-fold CV over {settings} settings: "
             f"{folds * settings} LIBSVM fits on {per_fit:,} rows each, then one on "
             f"{n_train:,} (its time grows about as the square of the rows), which can take "

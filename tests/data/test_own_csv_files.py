@@ -290,6 +290,7 @@ def test_a_large_kernel_cv_is_said_before_it_is_paid(tmp_path, capsys, files, mo
     assert "trainer.cv_max_rows" in note
     assert costs.kernel_cv_note({**trainer, "cv_max_rows": 5000}, 60_000) is None
     assert costs.kernel_cv_note({**trainer, "C": 1.0, "gamma": 0.1}, 60_000) is None
+    assert costs.kernel_cv_note({**trainer, "C": 1.0, "gamma_scale": 1.0}, 60_000) is None
     assert "5 LIBSVM fits" in costs.kernel_cv_note({**trainer, "gamma": 0.1, "C_grid": [1]},
                                                    60_000)
     assert costs.kernel_cv_note(trainer, 12_000) is None          # 9,600 rows a fit
@@ -297,11 +298,16 @@ def test_a_large_kernel_cv_is_said_before_it_is_paid(tmp_path, capsys, files, mo
     monkeypatch.setattr(costs, "KERNEL_CV_ROWS", 30)
     code, out, err = llc(capsys, "run", "dataset=file", f"dataset.train={files['test']}",
                          "dataset.test_fraction=0.3", "model=kernel", "trainer.C_grid=[1.0,10.0]",
-                         "trainer.gamma_factors=[1.0]", "trainer.cv_folds=2",
+                         "trainer.gamma_factors=[1.0]", "trainer.cv_folds=2", "tune=off",
                          f"results_dir={tmp_path / 'store'}", "progress=off")
     assert code == 0, err
     assert "llc-bench: note: the kernel SVM chooses C and gamma by 2-fold CV over 2 settings: " \
            "4 LIBSVM fits on 35 rows each, then one on 70" in err
+    code, out, err = llc(capsys, "run", "dataset=file", f"dataset.train={files['test']}",
+                         "dataset.test_fraction=0.3", "model=kernel", "tune.trials=3",
+                         f"results_dir={tmp_path / 'store'}", "progress=off")
+    assert code == 0, err  # tune=auto: a search of C and gamma, no grid CV to warn of
+    assert "note: the kernel SVM" not in err and "tune    3 trials" in out
 
 
 @pytest.mark.parametrize("name", ["données.csv", "x=y.csv"])
