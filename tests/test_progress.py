@@ -139,5 +139,6 @@ def test_without_a_terminal_the_data_line_comes_as_the_data_is_loaded(tmp_path, 
     main(["run", "model=llsvm", "dataset=xor", "tune=on", "tune.trials=2", *_where(tmp_path)])
     out, err = capsys.readouterr()
     assert err == ""
+    # the tune lines: what stops the trials, the rest at the first trial's pace, the choice
     assert [line.split()[0] for line in out.splitlines()] == [
-        "data", "tune", "model", "phases", "record", "xor"]
+        "data", "tune", "tune", "tune", "model", "phases", "record", "xor"]
