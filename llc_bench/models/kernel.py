@@ -22,6 +22,7 @@ from llc_bench.models._validation import (
     FOLDS,
     POSITIVE,
     Grid,
+    InvalidParameter,
     SparseInputMixin,
     check_fit_data,
     check_predict_data,
@@ -43,13 +44,17 @@ def _scale_gamma(X) -> float:
 def gamma_candidates(model, X) -> list[float]:
     """The RBF γ values a model fits or cross-validates on ``X``: its ``gamma`` as is, else
     ``gamma_scale`` / (D · Var(X)), else each of ``gamma_factors`` / (D · Var(X))."""
-    if model.gamma is not None and model.gamma_scale is not None:
-        raise ValueError(f"{type(model).__name__}: gamma={model.gamma!r} and gamma_scale="
-                         f"{model.gamma_scale!r}: give one of them (or neither, for the CV)")
     if model.gamma is not None:
         return [float(model.gamma)]
     factors = model.gamma_factors if model.gamma_scale is None else [model.gamma_scale]
     return [_scale_gamma(X) * float(f) for f in factors]
+
+
+def check_one_gamma(model) -> None:
+    """``gamma`` and ``gamma_scale`` both given: one error naming ``gamma_scale``."""
+    if model.gamma is not None and model.gamma_scale is not None:
+        raise InvalidParameter(type(model).__name__, "gamma_scale", model.gamma_scale,
+                               reason=f"give it or gamma (={model.gamma!r}), not both")
 
 
 def _stored_values(M) -> int:
@@ -102,6 +107,9 @@ class KernelSVMClassifier(SparseInputMixin, ClassifierMixin, BaseEstimator):
                  gamma_factors=DEFAULT_GAMMA_FACTORS, cv_max_rows=None, cache_size=1000.0,
                  tol=1e-3, random_state=0):
         store_params(self, locals())
+
+    def _check_param_combinations(self):
+        check_one_gamma(self)
 
     def fit(self, X, y, eval_set=None):
         validate_params(self)

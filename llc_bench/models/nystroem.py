@@ -67,7 +67,7 @@ from ._validation import (
     labels_from_scores,
     validate_params,
 )
-from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, gamma_candidates
+from .kernel import DEFAULT_C_GRID, DEFAULT_GAMMA_FACTORS, check_one_gamma, gamma_candidates
 from .liblinear_fit import SOLVERS, fit_liblinear
 from .linear import linear_model_size
 
@@ -170,6 +170,9 @@ class NystroemSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierM
 
     def _fit_features(self, F, y, C, seed):
         return fit_liblinear(F, y, C=C, solver=self.solver, bias=self.bias, seed=seed)
+
+    def _check_param_combinations(self):
+        check_one_gamma(self)
 
     def fit(self, X, y, eval_set=None, *, trial_cache=None):
         """Landmarks, (γ, C) by CV when not given, then LIBLINEAR on Φ(X).

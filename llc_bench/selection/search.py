@@ -199,8 +199,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         validate_params(self)
         if all(getattr(self, key) is None for key in ("trials", *BUDGETS)):
             raise ValueError("SearchCV: trials, budget_s, budget_fits and budget_rows are all "
-                             "None: give "
-                             "at least one")
+                             "None: give at least one")
         X, y = validate_data(self, X, y, accept_sparse=("csr",), dtype=np.float64)
         check_classification_targets(y)
         space = self._declared() if self.space is None else self.space
@@ -419,7 +418,7 @@ def stopped_note(report: Mapping) -> str:
                       "differ on another machine",
             "fits": f", stopped by the budget of {budget.get('budget_fits')} fits",
             "rows": f", stopped by the budget of {budget.get('budget_rows')} training rows "
-                    f"({budget.get('budget_rows', 0) / max(1, budget.get('rows_per_fit', 1)):.1f}"
+                    f"({(budget.get('budget_rows') or 0) / (budget.get('rows_per_fit') or 1):.1f}"
                     " fits on these rows)",
             "patience": ", stopped: no gain beyond the validation noise",
             }.get(report.get("stopped_by"), "")
@@ -701,7 +700,8 @@ class _Objective:
 
     def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
                  shared: bool = False, cache=None, budget_fits: float | None = None,
-                 budget_rows: int | None = None):
+                 budget_rows: int | None = None, trials: int | None = None,
+                 echo: Callable | None = None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
         self.cache = cache  # a TrialCache handed to the fits that take it
         self.budget_fits, self.budget_rows = budget_fits, budget_rows
@@ -710,8 +710,7 @@ class _Objective:
         self.rungs = nested(parts)  # a score per rung of one held-out set: the last counts
         self.fits: list[tuple[float | None, float]] = []  # (cost, seconds) of each fit
         self.records: list[dict] = []
-        self.echo: Callable | None = None  # says, after the first trial, what the rest costs
-        self.trials: int | None = None
+        self.trials, self.echo = trials, echo  # echo: after the first trial, the rest's cost
         # trials in several processes on one study: each trial leaves its record and fits
         # in the study, and the budget is judged from every process's trials
         self.shared, self.study = shared, None
@@ -962,8 +961,7 @@ def _optimize(study, settings, make, space, parts, deadline,
                        eta0_walk=bool(tune.get("eta0_walk")),
                        pass_cap=tune.get("init_max_iter"))
     objective = _Objective(make, space, parts, deadline, shared, cache,
-                           tune.get("budget_fits"), tune.get("budget_rows"))
-    objective.echo, objective.trials = echo, tune["trials"]
+                           tune.get("budget_fits"), tune.get("budget_rows"), tune["trials"], echo)
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))

@@ -96,7 +96,7 @@ def test_gamma_scale_is_scikit_learn_s_scale_gamma_and_excludes_gamma():
     assert model.fit_info_["cv"] is None
     assert KernelSVMClassifier(C=2.0, gamma_scale=3.0).fit(X, y).gamma_ == pytest.approx(
         3 * reference._gamma, rel=1e-12)
-    with pytest.raises(ValueError, match=r"gamma=0\.5 and gamma_scale=1\.0: give one"):
+    with pytest.raises(ValueError, match=r"gamma_scale=1\.0: give it or gamma \(=0\.5\), not both"):
         KernelSVMClassifier(gamma=0.5, gamma_scale=1.0).fit(X, y)
 
 

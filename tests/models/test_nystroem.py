@@ -105,5 +105,5 @@ def test_gamma_scale_is_gamma_in_units_of_the_data_s_scale():
                                   gamma=2.0 * _scale_gamma(X)).fit(X, y)
     assert scaled.fit_info_["cv"] is None and scaled.gamma_ == given.gamma_
     np.testing.assert_array_equal(scaled.decision_function(X), given.decision_function(X))
-    with pytest.raises(ValueError, match="give one of them"):
+    with pytest.raises(ValueError, match="give it or gamma"):
         NystroemSVMClassifier(gamma=1.0, gamma_scale=1.0).fit(X, y)
