@@ -40,15 +40,23 @@ def linear_model_size(coef, intercept, n_features: int) -> dict:
             "n_features": int(n_features)}
 
 
-def cv_subsample(X, y, max_rows, seed):
-    """At most ``max_rows`` rows of ``(X, y)`` for hyper-parameter CV, drawn stratified
-    by the seed (all rows when ``max_rows`` is None or not smaller than n)."""
+def subsample_rows(y, max_rows, seed) -> np.ndarray | None:
+    """The sorted indices of at most ``max_rows`` rows for hyper-parameter CV, drawn
+    stratified by the seed (plain shuffled where a class has one row); None when
+    ``max_rows`` is None or not smaller than n."""
     if max_rows is None or len(y) <= int(max_rows):
-        return X, y
-    keep, _ = train_test_split(np.arange(len(y)), train_size=int(max_rows), stratify=y,
-                               random_state=seed)
-    keep = np.sort(keep)
-    return X[keep], y[keep]
+        return None
+    one_row_class = np.unique(y, return_counts=True)[1].min() < 2
+    keep, _ = train_test_split(np.arange(len(y)), train_size=int(max_rows),
+                               stratify=None if one_row_class else y, random_state=seed)
+    return np.sort(keep)
+
+
+def cv_subsample(X, y, max_rows, seed):
+    """At most ``max_rows`` rows of ``(X, y)`` for hyper-parameter CV (:func:`subsample_rows`;
+    all rows when ``max_rows`` is None or not smaller than n)."""
+    keep = subsample_rows(y, max_rows, seed)
+    return (X, y) if keep is None else (X[keep], y[keep])
 
 
 class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMixin,

@@ -65,6 +65,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from llc_bench.errors import ConfigError
 from llc_bench.models._validation import validate_params
+from llc_bench.models.linear import subsample_rows
 
 #: search.capacity's orders: the sign that makes a simpler setting's key smaller.
 CAPACITY_ORDERS = {"ascending": 1, "descending": -1}
@@ -102,6 +103,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         The stratified held-out fraction from ``holdout_min_rows`` rows on.
     holdout_min_rows : int, default=2000
         The row count from which one held-out fraction replaces the folds.
+    cv_max_rows : int or None, default=None
+        The trials' splits are drawn from a stratified subsample of at most this many
+        training rows (the refit uses all): for a model whose fit costs grow faster than its
+        rows, as the kernel SVM's. None: the declared space's ``search.cv_max_rows`` when
+        ``space`` is None, else all rows.
     rungs : int, default=1
         > 1: the held-out fraction is scored after training on 1/3^(rungs-1), ..., 1/3,
         all of the other rows, a poor setting pruned on few rows.
@@ -156,6 +162,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "folds": [Interval(Integral, 2, None, closed="left")],
         "holdout": [Interval(Real, 0, 1, closed="neither")],
         "holdout_min_rows": [Interval(Integral, 0, None, closed="left")],
+        "cv_max_rows": [Interval(Integral, 10, None, closed="left"), None],
         "rungs": [Interval(Integral, 1, None, closed="left")],
         "keep_default_se": [Interval(Real, 0, None, closed="left")],
         "simpler_se": [Interval(Real, 0, None, closed="left"), None],
@@ -171,7 +178,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     def __init__(self, estimator, space=None, *, trials=30, budget_s=None, budget_fits=None,
                  budget_rows=500_000,
                  folds=5,
-                 holdout=0.25, holdout_min_rows=2000, rungs=1, keep_default_se=1.0,
+                 holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
+                 keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=100, workers=1, refit=True, random_state=0):
         self.estimator = estimator
@@ -183,6 +191,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.folds = folds
         self.holdout = holdout
         self.holdout_min_rows = holdout_min_rows
+        self.cv_max_rows = cv_max_rows
         self.rungs = rungs
         self.keep_default_se = keep_default_se
         self.simpler_se = simpler_se
@@ -210,8 +219,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"SearchCV: space key {unknown[0]!r} is not a parameter of "
                              f"{type(self.estimator).__name__}")
         space = without_set_alternatives(space, lambda key: own.get(key.rsplit(".", 1)[-1]))
+        declared = {"cv_max_rows": self._declared_option("cv_max_rows")}
         self._search(X, y, _WithParams(self.estimator), space,
-                     first_trial(space, own.get))
+                     first_trial(space, own.get), declared=declared)
         if self.refit:
             self.best_estimator_ = clone(self.estimator).set_params(
                 **self.best_params_).fit(X, y)
@@ -226,17 +236,26 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                              "space; give space={parameter: [values], ...}")
         return {key.rsplit(".", 1)[-1]: dim for key, dim in space.items()}
 
+    def _declared_option(self, key: str):
+        """``search.<key>`` of the declared space, when ``space`` is None and ``key`` is."""
+        name = getattr(self.estimator, "search_space", None)
+        if self.space is not None or getattr(self, key) is not None or not name:
+            return None
+        return declared_option(name, key)
+
     def _settings(self) -> dict:
         return {key: getattr(self, key) for key in self._parameter_constraints
                 if key not in ("estimator", "space", "refit", "random_state")}
 
     def _search(self, X, y, make: Callable, space: dict, first: dict | None,
-                echo: Callable | None = None) -> SearchCV:
+                echo: Callable | None = None, declared: Mapping | None = None) -> SearchCV:
         """The procedure (the module's docstring) on ``(X, y)``: trials of ``make(params)``
-        over ``space``, ``first`` the first trial; sets ``best_params_``, ``best_score_``,
+        over ``space``, ``first`` the first trial, ``declared`` the space's settings where
+        the search leaves them None; sets ``best_params_``, ``best_score_``,
         ``best_index_``, ``cv_results_`` and ``report_``."""
         optuna = _optuna()
         tune, seed = self._settings(), int(self.random_state)
+        tune.update({k: v for k, v in (declared or {}).items() if tune.get(k) is None})
         workers = int(tune.get("workers") or 1)
         if np.unique(y).size <= 2 and any(d.get("multiclass_only") for d in space.values()):
             space = {k: d for k, d in space.items() if not d.get("multiclass_only")}
@@ -546,8 +565,10 @@ def _search_file(model: str, config_dirs=()) -> Path | None:
 
 def declared_stages(model: str, config_dirs=()) -> dict | None:
     """A space's ``search.fixed_first`` (``{"set": {key: value}, "then": [keys], "trials":
-    n}``): search the other keys with ``set`` applied first (learned anchors: fixed, so the
-    fits are cheap), then only ``then`` with that choice, in ``trials`` trials; or None."""
+    n, "patience": p}``): search the other keys with ``set`` applied first (learned anchors:
+    fixed, so the fits are cheap), then only ``then`` with that choice, in ``trials`` trials,
+    stopped once ``p`` trials in a row have not beaten the best beyond the validation noise
+    (optional: default ``tune.patience``); or None."""
     from omegaconf import OmegaConf
 
     path = _search_file(model, config_dirs)
@@ -557,11 +578,24 @@ def declared_stages(model: str, config_dirs=()) -> dict | None:
     stages = OmegaConf.to_container(stages)
     ok = (isinstance(stages, dict) and isinstance(stages.get("set"), dict)
           and isinstance(stages.get("then"), list) and stages["then"]
-          and type(stages.get("trials")) is int and stages["trials"] >= 1)
+          and type(stages.get("trials")) is int and stages["trials"] >= 1
+          and (stages.get("patience") is None
+               or type(stages["patience"]) is int and stages["patience"] >= 1))
     if not ok:
         raise ConfigError(f"{path}: search.fixed_first: expected {{set: {{KEY: VALUE}}, then: "
-                          "[KEY, ...], trials: N}")
+                          "[KEY, ...], trials: N, patience: P (optional)}")
     return stages
+
+
+def declared_option(model: str, key: str, config_dirs=()):
+    """A declared space's ``search.<key>`` setting (``cv_max_rows``), or None."""
+    from omegaconf import OmegaConf
+
+    path = _search_file(model, config_dirs)
+    value = OmegaConf.select(OmegaConf.load(path), f"search.{key}") if path else None
+    if value is not None and (type(value) is not int or value < 10):
+        raise ConfigError(f"{path}: search.{key}={value!r}: expected an integer >= 10")
+    return value
 
 
 def without_set_alternatives(space: Mapping, value_of: Callable) -> dict:
@@ -590,11 +624,17 @@ RUNG_MIN_ROWS = 500  # no rung trains on fewer rows
 
 def _splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
     """The protocol and its (train rows, validation rows) pairs: stratified folds, or one
-    stratified held-out fraction from ``holdout_min_rows`` rows on; with ``tune.rungs`` = r
+    stratified held-out fraction from ``holdout_min_rows`` rows on, of a stratified
+    subsample of ``tune.cv_max_rows`` rows where there are more; with ``tune.rungs`` = r
     > 1, the held-out fraction is scored after training on nested, stratified subsets of
     1/3^(r-1), ..., 1/3, all of the other rows (successive halving with rows as the
     resource, as scikit-learn's HalvingRandomSearchCV: a setting poor on few rows is not
     fitted on all of them), a subset of fewer than RUNG_MIN_ROWS rows left out."""
+    keep = subsample_rows(y, tune.get("cv_max_rows"), seed)
+    if keep is not None:  # the splits of a subsample, as rows of (X, y)
+        protocol, splits = _splits(X[keep], y[keep], {**tune, "cv_max_rows": None}, seed)
+        return (f"{protocol} of {len(keep)} subsampled rows",
+                [(keep[tr], keep[va]) for tr, va in splits])
     protocol, splits = _base_splits(X, y, tune, seed)
     rungs = int(tune.get("rungs") or 1)
     if rungs == 1 or not protocol.startswith("holdout"):

@@ -35,6 +35,7 @@ from llc_bench.selection.search import (
     _optuna,
     _parts,
     _splits,
+    declared_option,
     declared_space,
     declared_stages,
     first_trial,
@@ -58,6 +59,9 @@ SIMPLER = "simpler_se"
 # Learned-anchor models: the space's other keys searched with fixed anchors first (cheap
 # fits), then only what learning the anchors adds (conf/search's ``search.fixed_first``).
 STAGED = "fixed_first"
+# The trials' splits drawn from a stratified subsample of at most this many training rows
+# (a model whose fit costs grow faster than its rows: the kernel SVM declares one).
+SUBSAMPLE = "cv_max_rows"
 # The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
 # training rows (true; false: k-means on all training rows, as the fit was before it).
 REFIT = "trial_anchors"
@@ -147,6 +151,11 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (PASS_CAP, SIMPLER, "budget_fits", "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
+    subsample = tune.get(SUBSAMPLE)  # null: the model's declared search.cv_max_rows, if any
+    if subsample is None:
+        subsample = declared_option(model, SUBSAMPLE, _user_config_dirs())
+    if subsample is not None:
+        settings[SUBSAMPLE] = subsample
     if tune.get(STAGED) is not None:
         settings[STAGED] = tune.get(STAGED)
     _check_settings(settings)
@@ -238,6 +247,9 @@ def _check_settings(s: dict) -> None:
             bad(key, "true or false")
     if STAGED in s and not isinstance(s[STAGED], bool):
         bad(STAGED, "true or false")
+    subsample = s.get(SUBSAMPLE)
+    if subsample is not None and (type(subsample) is not int or subsample < 10):
+        bad(SUBSAMPLE, "an integer >= 10 or null (the model's declared subsample, if any)")
     cap = s.get(PASS_CAP)
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         bad(PASS_CAP, "an integer >= 1 or null (the init's own cap)")
@@ -334,7 +346,8 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
 
 def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
     """``tune.fixed_first``: the space but ``then`` searched with ``set`` applied (fixed
-    anchors: cheap fits), then ``then`` alone, in the declared trials, with that choice;
+    anchors: cheap fits), then ``then`` alone, in the declared trials and patience, with
+    that choice;
     the report is the last stage's, its totals over both and each stage's in ``stages``."""
     tune = config["tune"]
     stage = tune[STAGED]
@@ -344,7 +357,8 @@ def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, di
     fixed["tune"] = {**tune, STAGED: None, "space": first}
     chosen, one = select(fixed, X, y, build, echo=echo)
     learned = with_params(config, chosen)
-    learned["tune"] = {**tune, STAGED: None, "space": later, "trials": stage["trials"]}
+    learned["tune"] = {**tune, STAGED: None, "space": later, "trials": stage["trials"],
+                       "patience": stage.get("patience", tune.get("patience"))}
     rest, two = select(learned, X, y, build, echo=echo)
     both = {**chosen, **rest}
     # the run's own setting is kept only if both stages kept theirs; no one trial scored it

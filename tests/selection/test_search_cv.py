@@ -80,6 +80,25 @@ def test_the_kernel_svm_s_declared_space_starts_from_scikit_learn_s_defaults():
     assert set(fixed.best_params_) == {"C"} and fixed.best_estimator_.gamma_ == 0.5
 
 
+def test_the_kernel_svm_s_trials_run_on_its_declared_subsample():
+    """The kernel SVM's space declares cv_max_rows 5000 (LIBSVM's cost grows about as the
+    square of the rows): on 6000 rows the trials' held-out split is drawn from a stratified
+    5000 of them, and the choice is refitted on all 6000; a subsample given or a space
+    given as is (no declaration) are what they say."""
+    from llc_bench.models.kernel import KernelSVMClassifier
+
+    X, y = _xor(6000, 4)
+    search = SearchCV(KernelSVMClassifier(), trials=1).fit(X, y)
+    report = search.report_
+    assert report["protocol"] == "holdout 0.25 of 5000 subsampled rows"
+    assert report["trials"][0]["fit_rows"] == 3750 and report["validation_rows"] == 1250
+    assert search.best_estimator_.svc_.shape_fit_[0] == 6000
+    smaller = SearchCV(KernelSVMClassifier(), trials=1, cv_max_rows=1000).fit(X, y)
+    assert smaller.report_["trials"][0]["fit_rows"] == 5 * 800  # 5-fold below 2000 rows
+    whole = SearchCV(KernelSVMClassifier(), {"C": [1.0]}, trials=1, refit=False).fit(X, y)
+    assert whole.report_["trials"][0]["fit_rows"] == 4500
+
+
 def test_a_space_of_lists_strings_and_dimensions():
     assert dimension("C", [1, 10]) == {"kind": "choice", "values": [1, 10]}
     assert dimension("C", "tag(log, interval(0.01, 100))") == {
@@ -101,6 +120,7 @@ def test_a_space_of_lists_strings_and_dimensions():
      "all None"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, budget_rows=0), "budget_rows"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, cv_max_rows=5), "cv_max_rows"),
     (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
 ])
 def test_bad_searches_are_one_line_errors(search, message):

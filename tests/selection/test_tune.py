@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator, prepare_config, run_experiment
+from llc_bench.selection.search import stopped_note
 from llc_bench.selection.tune import noise_margin, resolve, search_space, select, with_params
 from llc_bench.store.results import config_hash
 
@@ -377,6 +378,14 @@ def test_the_baselines_search_their_grid_s_range_under_auto_and_keep_the_grid_wh
     assert report["trials"][0]["params"] == {"trainer.C": 1.0, "trainer.gamma_scale": 1.0}
     assert set(chosen) == {"trainer.C", "trainer.gamma_scale"} and report["n_trials"] == 4
 
+    def tune(*overrides):
+        config = compose_run("dataset=heart", *overrides, tmp_path=tmp_path)
+        return resolve(json.loads(json.dumps(config)))["tune"] or {}
+
+    assert tune("model=kernel", "tune=auto")["cv_max_rows"] == 5000  # declared: a subsample
+    assert tune("model=kernel", "tune=auto", "tune.cv_max_rows=800")["cv_max_rows"] == 800
+    assert "cv_max_rows" not in tune("model=nystroem", "tune=auto")  # its key as before
+
 
 def test_keys_on_the_command_line_are_not_searched(tmp_path):
     config = compose_run("model=llsvm", "dataset=heart", "tune=auto", tmp_path=tmp_path)
@@ -445,6 +454,7 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.folds=1", "tune.folds=1"),
                             ("tune.holdout=1.5", "tune.holdout=1.5"),
                             ("tune.patience=0", "tune.patience=0"),
+                            ("tune.cv_max_rows=5", "tune.cv_max_rows=5"),
                             ("tune.rungs=0", "tune.rungs=0"),
                             ("tune.rungs=true", "tune.rungs=True"),
                             ("tune.warm_start=maybe", "tune.warm_start='maybe'"),
@@ -980,8 +990,9 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
     one, two = report["stages"]
     assert set(one["space"]) == set(config["tune"]["space"]) - {  # (two classes: one rule)
         "trainer.anchor_scale", "coding.anchor_method"}
-    assert set(two["space"]) == {"trainer.anchor_scale"} and two["n_trials"] == 6
-    assert report["n_trials"] == one["n_trials"] + two["n_trials"] == 10
+    assert set(two["space"]) == {"trainer.anchor_scale"} and 2 <= two["n_trials"] <= 6
+    assert two["patience"] == 1 and (two["n_trials"] == 6 or two["stopped_by"] == "patience")
+    assert report["n_trials"] == one["n_trials"] + two["n_trials"]
     assert [learned for learned, _, _ in built[:one["n_trials"]]] == [False] * one["n_trials"]
     assert {m for _, _, m in built[one["n_trials"]:]} == {one["chosen"]["coding.n_anchors"]}
     assert all(learned for learned, _, _ in built[one["n_trials"]:])
@@ -992,6 +1003,48 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
     llsvm = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                        "tune.fixed_first=true", tmp_path=tmp_path))
     assert "fixed_first" not in llsvm["tune"]
+
+
+class _Oracle(_Sleeper):
+    """Reads the label from the first column (``good``) or says the first class: a score
+    set by the setting alone."""
+
+    def __init__(self, good=False):
+        super().__init__(0.0)
+        self.good = good
+
+    def predict(self, X):
+        if not self.good:
+            return super().predict(X)
+        return np.where(X[:, 0] > 0, self.classes_[-1], self.classes_[0])
+
+
+def _anchor_step_search(tmp_path, good):
+    """sapl's staged selection where a fit scores ``good(trainer)`` and 50 % otherwise."""
+    X, y = _xor(400, 0)
+    y = np.where(y, 1, -1)
+    X = np.column_stack([y, X])
+    config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                        "tune.trials=4", tmp_path=tmp_path))
+    return select(config, X, y, lambda config: _Oracle(good(config["trainer"])))
+
+
+def test_the_anchor_step_stage_stops_on_the_noise_floor(tmp_path):
+    """sapl's second stage (the anchor step, search.fixed_first.patience 1): when the step's
+    second trial does not beat the first beyond the validation noise, the stage stops there
+    with the first (the default step); a trial that gains goes on until one does not."""
+    _, report = _anchor_step_search(tmp_path, lambda trainer: False)
+    two = report["stages"][1]
+    assert two["n_trials"] == 2 and two["stopped_by"] == "patience"
+    assert two["chosen"] == {"trainer.anchor_scale": 0.01}
+    assert "stopped: no gain beyond the validation noise" in stopped_note(two)
+
+    chosen, report = _anchor_step_search(tmp_path, lambda trainer: (
+        trainer["learn_anchors"] and trainer["anchor_scale"] != 0.01))
+    two = report["stages"][1]
+    assert two["n_trials"] == 3 and two["stopped_by"] == "patience"
+    assert chosen["trainer.anchor_scale"] != 0.01 and not two["kept_default"]
+    assert report["stages"][0]["n_trials"] == 4  # the fixed-anchor stage: no patience
 
 
 class _Jittery(_Sleeper):
@@ -1017,7 +1070,7 @@ def test_a_budget_in_fits_is_the_same_choice_under_any_load():
     same trials, scores and choice; the fits stop within the budget (the first trial's five
     folds count five) and the line says the budget stopped them."""
     from llc_bench.selection import SearchCV
-    from llc_bench.selection.search import stopped_note
+
 
     X, y = _xor(300, 0)
     X = np.c_[X, X[:, 0] * X[:, 1]]
@@ -1054,7 +1107,7 @@ def test_a_budget_in_rows_follows_the_problem_s_size_and_not_the_load():
     choice; on twice the rows about half the fits; the tune line states the budget as fits
     of these rows."""
     from llc_bench.selection import SearchCV
-    from llc_bench.selection.search import _budget_note, stopped_note
+    from llc_bench.selection.search import _budget_note
 
     def report(n, delay):
         X, y = _xor(n, 0)
