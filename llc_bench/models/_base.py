@@ -37,11 +37,13 @@ class TrialCache:
     rows only (the fit of a choice keeps its trial's anchors).  ``warm_duals``
     (``warm_start``): the dual CD init of a problem solved before at another C starts
     from its duals.  ``eta0_walk``: an η0 calibration walks from the η0 chosen last.
-    ``pass_cap``: the dual CD init's passes.  None of them is kept by the fitted model."""
+    ``pass_cap``: the dual CD init's passes.  ``calibration_repeats``: the seeded
+    subsamples an η0 calibration averages.  None of them is kept by the fitted model."""
 
     def __init__(self, *, deadline: float | None = None, memo: bool = True,
                  warm_start: bool = False, eta0_walk: bool = False,
-                 pass_cap: int | None = None, anchor_rows: tuple | None = None):
+                 pass_cap: int | None = None, anchor_rows: tuple | None = None,
+                 calibration_repeats: int | None = None):
         self.deadline = deadline
         self.anchors: list | None = [] if memo else None
         self.distances: list | None = [] if memo else None
@@ -50,6 +52,8 @@ class TrialCache:
         self.warm_duals: dict | None = {} if warm_start else None
         self.eta0_walk: dict | None = {} if eta0_walk else None
         self.pass_cap = None if pass_cap is None else int(pass_cap)
+        self.calibration_repeats = (None if calibration_repeats is None
+                                    else int(calibration_repeats))
 
     def with_deadline(self, deadline: float | None) -> TrialCache:
         """The same shared state under another deadline."""

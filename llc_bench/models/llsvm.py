@@ -344,7 +344,8 @@ class _LocalSVMBase(ClassifierMixin, BaseEstimator):
             self.initial_anchors_ = self.anchors_.copy()
         training = SGDTraining(X, history.Y, code, W, b, self._sgd_options(lam, seed),
                                batches=batches, objective=True, deadline=cache.deadline,
-                               walk=cache.eta0_walk)
+                               walk=cache.eta0_walk,
+                               calibration_repeats=cache.calibration_repeats)
         try:
             for epoch in training.epochs():
                 history.record(epoch, W, b)

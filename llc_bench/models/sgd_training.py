@@ -142,16 +142,18 @@ class SGDTraining:
 
     A search's trial (``_base.TrialCache``): ``deadline`` (``time.time()`` scale) raises
     ``FitDeadline`` before the first epoch that starts past it; ``walk`` is the η0 walk of
-    :func:`calibrate_eta0`.
+    :func:`calibrate_eta0` and ``calibration_repeats`` its ``repeats`` (None: its own).
     """
 
     def __init__(self, X, Y: np.ndarray, code: LocalCode, W: np.ndarray, b: np.ndarray,
                  options: SGDOptions, *,
                  batches: Callable[[np.random.Generator], Iterable[tuple]] | None = None,
                  objective: bool = False, deadline: float | None = None,
-                 walk: dict | None = None):
+                 walk: dict | None = None, calibration_repeats: int | None = None):
         o = self.o = options
         self.deadline, self.walk = deadline, walk
+        self.calibration = {} if calibration_repeats is None else {
+            "repeats": int(calibration_repeats)}
         self.X = X.tocsr() if sp.issparse(X) else X
         self.Y, self.code, self.W, self.b, self.track = Y, code, W, b, bool(objective)
         self.anchors = o.anchors if o.learn_anchors else None
@@ -210,7 +212,7 @@ class SGDTraining:
             passes=o.calibration_passes or (LEARNED_PASSES if learn else 1),
             exponents=LEARNED_ETA0_EXPONENTS if learn else ETA0_GRID_EXPONENTS,
             random_state=self.seed_calibration, coarse_step=o.calibration_coarse_step,
-            w_dtype=self.w_dtype, walk=self.walk, **self.kw)
+            w_dtype=self.w_dtype, walk=self.walk, **self.calibration, **self.kw)
         return t0, True
 
     def _saved(self) -> tuple:

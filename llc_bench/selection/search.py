@@ -32,7 +32,8 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
   anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
   dual CD duals of a trial that differs in λ only, (``eta0_walk``) an η0 calibration walked
-  from the previous trial's, and (``init_max_iter``) a cap on a trial's dual CD init passes;
+  from the previous trial's and averaged over ``calibration_repeats`` subsamples, and
+  (``init_max_iter``) a cap on a trial's dual CD init passes;
 * leaves out, on two classes, the dimensions marked ``multiclass_only``;
 * keeps the estimator's own setting unless the best beats it by ``keep_default_se``
   standard errors, else (``simpler_se``) takes the trial of least capacity within that many
@@ -127,6 +128,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         A trial's η0 calibration walks from the previous trial's η0.
     init_max_iter : int or None, default=100
         A trial's dual CD init stops after this many passes (None: its own cap).
+    calibration_repeats : int or None, default=1
+        A trial's η0 calibration averages this many seeded subsamples (None: the fit's
+        own, 2).
     workers : int, default=1
         Trials in this many local processes on one shared study.
     refit : bool, default=True
@@ -170,6 +174,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "eta0_walk": ["boolean"],
         "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "calibration_repeats": [Interval(Integral, 1, None, closed="left"), None],
         "workers": [Interval(Integral, 1, None, closed="left")],
         "refit": ["boolean"],
         "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
@@ -181,7 +186,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
-                 init_max_iter=100, workers=1, refit=True, random_state=0):
+                 init_max_iter=100, calibration_repeats=1, workers=1, refit=True,
+                 random_state=0):
         self.estimator = estimator
         self.space = space
         self.trials = trials
@@ -199,6 +205,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.eta0_walk = eta0_walk
         self.init_max_iter = init_max_iter
+        self.calibration_repeats = calibration_repeats
         self.workers = workers
         self.refit = refit
         self.random_state = random_state
@@ -999,7 +1006,8 @@ def _optimize(study, settings, make, space, parts, deadline,
     tune = settings
     cache = TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
                        eta0_walk=bool(tune.get("eta0_walk")),
-                       pass_cap=tune.get("init_max_iter"))
+                       pass_cap=tune.get("init_max_iter"),
+                       calibration_repeats=tune.get("calibration_repeats"))
     objective = _Objective(make, space, parts, deadline, shared, cache,
                            tune.get("budget_fits"), tune.get("budget_rows"), tune["trials"], echo)
     limit = tune["trials"]

@@ -53,6 +53,8 @@ RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "ke
 # a number), so a selection with them off (false; null) keeps its key of before.
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
 PASS_CAP = "init_max_iter"
+# The trials' η0 calibration averaged over this many seeded subsamples (null: the fit's own).
+CALIBRATION = "calibration_repeats"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
 # errors; null: the best trial, no one-SE rule, as selections without it were keyed).
 SIMPLER = "simpler_se"
@@ -148,7 +150,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, SIMPLER, "budget_fits", "budget_rows"):  # false: an error below
+    for key in (PASS_CAP, CALIBRATION, SIMPLER, "budget_fits",
+                "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     subsample = tune.get(SUBSAMPLE)  # null: the model's declared search.cv_max_rows, if any
@@ -250,6 +253,9 @@ def _check_settings(s: dict) -> None:
     subsample = s.get(SUBSAMPLE)
     if subsample is not None and (type(subsample) is not int or subsample < 10):
         bad(SUBSAMPLE, "an integer >= 10 or null (the model's declared subsample, if any)")
+    repeats = s.get(CALIBRATION)
+    if repeats is not None and (type(repeats) is not int or repeats < 1):
+        bad(CALIBRATION, "an integer >= 1 or null (the fit's own)")
     cap = s.get(PASS_CAP)
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         bad(PASS_CAP, "an integer >= 1 or null (the init's own cap)")

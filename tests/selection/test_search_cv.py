@@ -35,7 +35,8 @@ def test_a_run_s_selection_is_search_cv_on_the_estimator_it_builds(tmp_path):
                       **{k: tune.get(k) for k in ("trials", "budget_s", "folds", "holdout",
                                                   "holdout_min_rows", "keep_default_se",
                                                   "simpler_se", "patience", "warm_start",
-                                                  "eta0_walk", "init_max_iter")}).fit(X, y)
+                                                  "eta0_walk", "init_max_iter",
+                                                  "calibration_repeats")}).fit(X, y)
     assert search.best_params_ == {k.rsplit(".", 1)[-1]: v for k, v in chosen.items()}
     assert [t["score"] for t in search.report_["trials"]] == [t["score"]
                                                              for t in report["trials"]]

@@ -461,6 +461,7 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.warm_start=0", "tune.warm_start=0"),
                             ("tune.eta0_walk=1", "tune.eta0_walk=1"),
                             ("tune.init_max_iter=0", "tune.init_max_iter=0"),
+                            ("tune.calibration_repeats=0", "tune.calibration_repeats=0"),
                             ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5"),
                             ("tune.init_max_iter=false", "tune.init_max_iter=False"),
                             ("tune.simpler_se=-1", "tune.simpler_se=-1"),
@@ -836,6 +837,35 @@ def test_the_trials_init_pass_cap_leaves_the_fit_of_the_choice_alone(tmp_path, m
         assert caps[-1] is None
 
 
+def test_the_trials_calibration_repeats_leave_the_fit_of_the_choice_alone(
+        tmp_path, monkeypatch):
+    """tune.calibration_repeats=N: every trial's η0 calibration averages N seeded
+    subsamples; the fit of the chosen setting on all rows its own 2.  null: the fit's own in
+    the trials too, and no key in the selection's cache key."""
+    from llc_bench.models import sgd_training
+
+    repeats = []
+    real = sgd_training.calibrate_eta0
+
+    def calibrate(*args, **kwargs):
+        out = real(*args, **kwargs)
+        repeats.append(out[1]["repeats"])
+        return out
+
+    monkeypatch.setattr(sgd_training, "calibrate_eta0", calibrate)
+    X, y = _xor(300, 0)
+    for value in (1, None):
+        repeats.clear()
+        config = prepare_config(compose_run(
+            "model=llsvm", "dataset=xor", "tune=on", "tune.trials=3", "tune.budget_s=null",
+            f"tune.calibration_repeats={value or 'null'}", tmp_path=tmp_path))
+        assert ("calibration_repeats" in config["tune"]) is (value is not None)
+        select(config, X, y, build_estimator)
+        assert len(repeats) >= 3 and set(repeats) == {value or 2}
+        build_estimator(config).fit(X, y)
+        assert repeats[-1] == 2
+
+
 def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
     """tune.simpler_se=1: among the complete trials within one standard error of the best,
     the one of fewest anchors (the space's capacity), the higher score breaking ties; the
@@ -851,6 +881,7 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
     for se in (None, 1):
         config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
                              "tune.budget_s=null", "tune.keep_default_se=0",
+                             "tune.calibration_repeats=null",  # trials with a best of m > 1
                              f"tune.simpler_se={se or 'null'}", tmp_path=tmp_path)
         config = prepare_config(config)
         assert ("simpler_se" in config["tune"]) is (se is not None)
