@@ -131,6 +131,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     calibration_repeats : int or None, default=1
         A trial's η0 calibration averages this many seeded subsamples (None: the fit's
         own, 2).
+    fixed_first : bool, default=True
+        With ``space=None``, a model whose declared space has ``search.fixed_first``
+        (learned anchors: LLC-SAPL, LLC-JO) is searched in its two stages: the other keys
+        with the anchors fixed (cheap fits), then the anchor step with that choice.
     workers : int, default=1
         Trials in this many local processes on one shared study.
     refit : bool, default=True
@@ -175,6 +179,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "eta0_walk": ["boolean"],
         "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "calibration_repeats": [Interval(Integral, 1, None, closed="left"), None],
+        "fixed_first": ["boolean"],
         "workers": [Interval(Integral, 1, None, closed="left")],
         "refit": ["boolean"],
         "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
@@ -186,7 +191,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
-                 init_max_iter=100, calibration_repeats=1, workers=1, refit=True,
+                 init_max_iter=100, calibration_repeats=1, fixed_first=True, workers=1, refit=True,
                  random_state=0):
         self.estimator = estimator
         self.space = space
@@ -206,6 +211,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.eta0_walk = eta0_walk
         self.init_max_iter = init_max_iter
         self.calibration_repeats = calibration_repeats
+        self.fixed_first = fixed_first
         self.workers = workers
         self.refit = refit
         self.random_state = random_state
@@ -227,8 +233,12 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                              f"{type(self.estimator).__name__}")
         space = without_set_alternatives(space, lambda key: own.get(key.rsplit(".", 1)[-1]))
         declared = {"cv_max_rows": self._declared_option("cv_max_rows")}
-        self._search(X, y, _WithParams(self.estimator), space,
-                     first_trial(space, own.get), declared=declared)
+        stages = self._declared_stages(space)
+        if stages is None:
+            self._search(X, y, _WithParams(self.estimator), space,
+                         first_trial(space, own.get), declared=declared)
+        else:
+            self._staged(X, y, space, stages, declared)
         if self.refit:
             self.best_estimator_ = clone(self.estimator).set_params(
                 **self.best_params_).fit(X, y)
@@ -243,6 +253,46 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                              "space; give space={parameter: [values], ...}")
         return {key.rsplit(".", 1)[-1]: dim for key, dim in space.items()}
 
+    def _declared_stages(self, space: Mapping) -> dict | None:
+        """The declared space's ``search.fixed_first`` in parameter names, when ``space``
+        is None, ``fixed_first`` is on and the stages split the searched keys."""
+        name = getattr(self.estimator, "search_space", None)
+        if self.space is not None or not self.fixed_first or not name:
+            return None
+        stages = declared_stages(name)
+        if stages is None:
+            return None
+        then = [k.rsplit(".", 1)[-1] for k in stages["then"]]
+        then = [k for k in then if k in space]
+        if not then or len(then) == len(space):
+            return None
+        return {**stages, "then": then,
+                "set": {k.rsplit(".", 1)[-1]: v for k, v in stages["set"].items()}}
+
+    def _staged(self, X, y, space: dict, stages: Mapping, declared: Mapping) -> None:
+        """:func:`staged_search` with a search of this one's settings per stage; the
+        results table holds both stages' trials, each row its whole setting."""
+        keys = [*space, *stages["set"]]
+        searches, tables = [], []
+
+        def stage(sub_space: dict, params: Mapping, settings: Mapping):
+            estimator = clone(self.estimator).set_params(**params)
+            search = clone(self).set_params(estimator=estimator, space=sub_space, refit=False,
+                                            **settings)
+            search._search(X, y, _WithParams(estimator), sub_space,
+                           first_trial(sub_space, estimator.get_params().get),
+                           declared=declared)
+            searches.append(search)
+            tables.append((search.cv_results_, {k: estimator.get_params()[k] for k in keys}))
+            return search.best_params_, search.report_
+
+        self.best_params_, self.report_ = staged_search(space, stages, stage)
+        one, two = searches
+        self.best_score_ = two.best_score_
+        self.best_index_ = len(one.cv_results_["params"]) + two.best_index_
+        self.cv_results_ = joined_results(tables)
+        self.n_splits_ = two.n_splits_
+
     def _declared_option(self, key: str):
         """``search.<key>`` of the declared space, when ``space`` is None and ``key`` is."""
         name = getattr(self.estimator, "search_space", None)
@@ -252,7 +302,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _settings(self) -> dict:
         return {key: getattr(self, key) for key in self._parameter_constraints
-                if key not in ("estimator", "space", "refit", "random_state")}
+                if key not in ("estimator", "space", "refit", "random_state", "fixed_first")}
 
     def _search(self, X, y, make: Callable, space: dict, first: dict | None,
                 echo: Callable | None = None, declared: Mapping | None = None) -> SearchCV:
@@ -461,6 +511,26 @@ class _WithParams:
         return clone(self.estimator).set_params(**params)
 
 
+def joined_results(tables: list) -> dict:
+    """One results table of searches run one after the other: ``tables`` holds (a search's
+    ``cv_results_``, the setting its rows' parameters complete)."""
+    from llc_bench.models.grid_search import results_table
+
+    params, splits, states, seconds, scores = [], [], [], [], []
+    for table, setting in tables:
+        n_splits = sum(key.startswith("split") for key in table)
+        for i, row in enumerate(table["params"]):
+            scored = [s for s in (table[f"split{j}_test_score"][i] for j in range(n_splits))
+                      if not np.isnan(s)]
+            params.append({**setting, **row})
+            splits.append(scored)
+            states.append(table["state"][i])
+            seconds.append(table["mean_fit_time"][i] * max(1, len(scored)))
+            scores.append(table["mean_test_score"][i])
+    return results_table(params, splits, states=states, fit_seconds=seconds, scores=scores,
+                         n_splits=max(sum(k.startswith("split") for k in t) for t, _ in tables))
+
+
 def cv_results(records: list, states: Mapping, n_splits: int) -> dict:
     """scikit-learn's search-result table from the trials' records: one row per trial, in
     trial order; a split not scored (pruned, stopped, failed) is nan."""
@@ -592,6 +662,32 @@ def declared_stages(model: str, config_dirs=()) -> dict | None:
         raise ConfigError(f"{path}: search.fixed_first: expected {{set: {{KEY: VALUE}}, then: "
                           "[KEY, ...], trials: N, patience: P (optional)}")
     return stages
+
+
+def staged_search(space: Mapping, stages: Mapping, search: Callable) -> tuple[dict, dict]:
+    """A declared ``search.fixed_first`` (:func:`declared_stages`): the space but
+    ``then`` searched with ``set`` applied (learned anchors fixed: cheap fits), then
+    ``then`` alone with that choice, in the declared trials (and patience, where declared).
+    ``search(space, params, settings)`` runs one stage with ``params`` set and ``settings``
+    over the search's own, returning (chosen, report).  Returns the choice of both and a
+    report that is the last stage's with the totals over both and each stage's in
+    ``stages``."""
+    later = {k: d for k, d in space.items() if k in stages["then"]}
+    first = {k: d for k, d in space.items() if k not in later}
+    chosen, one = search(first, stages["set"], {})
+    settings = {"trials": stages["trials"]}
+    if stages.get("patience") is not None:
+        settings["patience"] = stages["patience"]
+    rest, two = search(later, chosen, settings)
+    both = {**chosen, **rest}
+    # the own setting is kept only if both stages kept theirs; no one trial scored it
+    # (stage one's trial 0 has fixed anchors, stage two's the first stage's choice)
+    return both, {**two, "space": dict(space), "chosen": both, "stages": [one, two],
+                  "kept_default": one["kept_default"] and two["kept_default"],
+                  "defaults_first": False,
+                  **{key: one[key] + two[key] for key in ("n_trials", "n_complete", "n_pruned",
+                                                          "seconds", "at_edge")},
+                  "widened": {**one["widened"], **two["widened"]}}
 
 
 def declared_option(model: str, key: str, config_dirs=()):

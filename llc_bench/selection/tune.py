@@ -40,6 +40,7 @@ from llc_bench.selection.search import (
     declared_stages,
     first_trial,
     noise_margin,  # noqa: F401 (tune's API)
+    staged_search,
     without_set_alternatives,
 )
 from llc_bench.store.results import set_dotted, with_params  # noqa: F401 (tune's API)
@@ -317,7 +318,8 @@ def _search_cv(config: Mapping) -> SearchCV:
     tune = config["tune"]
     return SearchCV(None, tune["space"], refit=False, random_state=int(config["seed"]),
                     **{key: tune.get(key) for key in SearchCV._parameter_constraints
-                       if key not in ("estimator", "space", "refit", "random_state")})
+                       if key not in ("estimator", "space", "refit", "random_state",
+                                      STAGED)})
 
 
 class _FromConfig:
@@ -351,34 +353,16 @@ def select(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dic
 
 
 def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, dict]:
-    """``tune.fixed_first``: the space but ``then`` searched with ``set`` applied (fixed
-    anchors: cheap fits), then ``then`` alone, in the declared trials and patience, with
-    that choice;
-    the report is the last stage's, its totals over both and each stage's in ``stages``."""
+    """``tune.fixed_first``: SearchCV's two stages (:func:`staged_search`), each a
+    selection of the run config with the stage's parameters set."""
     tune = config["tune"]
-    stage = tune[STAGED]
-    later = {k: d for k, d in tune["space"].items() if k in stage["then"]}
-    first = {k: d for k, d in tune["space"].items() if k not in later}
-    fixed = with_params(config, stage["set"])
-    fixed["tune"] = {**tune, STAGED: None, "space": first}
-    chosen, one = select(fixed, X, y, build, echo=echo)
-    learned = with_params(config, chosen)
-    learned["tune"] = {**tune, STAGED: None, "space": later, "trials": stage["trials"],
-                       "patience": stage.get("patience", tune.get("patience"))}
-    rest, two = select(learned, X, y, build, echo=echo)
-    both = {**chosen, **rest}
-    # the run's own setting is kept only if both stages kept theirs; no one trial scored it
-    # (stage one's trial 0 has fixed anchors, stage two's the first stage's choice)
-    report = {**two, "space": tune["space"], "chosen": both, "stages": [one, two],
-              "kept_default": one["kept_default"] and two["kept_default"],
-              "defaults_first": False,
-              "n_trials": one["n_trials"] + two["n_trials"],
-              "n_complete": one["n_complete"] + two["n_complete"],
-              "n_pruned": one["n_pruned"] + two["n_pruned"],
-              "seconds": one["seconds"] + two["seconds"],
-              "at_edge": one["at_edge"] + two["at_edge"],
-              "widened": {**one["widened"], **two["widened"]}}
-    return both, report
+
+    def stage(space: dict, params: Mapping, settings: Mapping) -> tuple[dict, dict]:
+        sub = with_params(config, params)
+        sub["tune"] = {**tune, STAGED: None, "space": space, **settings}
+        return select(sub, X, y, build, echo=echo)
+
+    return staged_search(tune["space"], tune[STAGED], stage)
 
 
 def score_setting(config: Mapping, X, y, build: Callable) -> float:

@@ -68,6 +68,36 @@ def test_search_cv_from_python_declared_space_and_its_results():
         list(results["mean_test_score"]), nan_ok=True)
 
 
+def test_a_learned_anchor_model_is_searched_in_its_declared_stages(tmp_path):
+    """SearchCV(SAPLClassifier()) runs sapl's declared two stages, as tune=auto does: the
+    same trials and scores as select() on the run config; cv_results_ holds both stages'
+    trials, each row its whole setting (stage one's with the anchors fixed); the choice is
+    refitted with learned anchors.  fixed_first=False: one search of the whole space."""
+    from llc_bench.models import SAPLClassifier
+
+    X, y = _xor(400, 5)
+    config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                        "tune.trials=4", tmp_path=tmp_path))
+    chosen, report = select(config, X, y, build_estimator)
+    sapl = SAPLClassifier().set_params(**build_estimator(config).get_params())
+    search = SearchCV(sapl, trials=4, random_state=config["seed"]).fit(X, y)
+    assert search.best_params_ == {k.rsplit(".", 1)[-1]: v for k, v in chosen.items()}
+    for ours, theirs in zip(search.report_["stages"], report["stages"], strict=True):
+        assert [t["score"] for t in ours["trials"]] == [t["score"] for t in theirs["trials"]]
+    one, two = search.report_["stages"]
+    results = search.cv_results_
+    assert len(results["params"]) == one["n_trials"] + two["n_trials"] == search.report_[
+        "n_trials"]
+    assert list(results["param_learn_anchors"]) == [False] * one["n_trials"] + [
+        True] * two["n_trials"]
+    assert results["params"][search.best_index_] == {
+        **results["params"][search.best_index_], **search.best_params_}
+    assert search.best_estimator_.learn_anchors and (
+        search.best_estimator_.anchor_scale == search.best_params_["anchor_scale"])
+    whole = SearchCV(SAPLClassifier(epochs=2), trials=2, fixed_first=False).fit(X, y)
+    assert "stages" not in whole.report_ and "anchor_scale" in whole.best_params_
+
+
 def test_the_kernel_svm_s_declared_space_starts_from_scikit_learn_s_defaults():
     """KernelSVMClassifier's space is C and gamma_scale, tried first at C = 1 and
     gamma="scale"; a γ given as is leaves only C to search."""
