@@ -25,7 +25,7 @@ from . import _validation as checks
 from . import grid_search
 from ._base import LinearOnFeaturesMixin, TrialCache, linear_scores
 from .liblinear_fit import SOLVERS, fit_liblinear
-from .linear import C_candidates, linear_model_size
+from .linear import C_candidates, given_C, linear_model_size
 
 #: the constraints of the parameters every coded SVM shares
 SVM_CONSTRAINTS = {
@@ -101,7 +101,8 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
         Z = self._codes(X, counts, memo=cache.distances)
         t2 = time.perf_counter()
         cv = None
-        if self.C is None:
+        self.C_ = given_C(self.C, self.C_grid)
+        if self.C_ is None:
             labels = np.arange(len(self.classes_))
 
             def fit_fold(Zf, yf, params):
@@ -112,8 +113,6 @@ class CodedLinearSVM(LinearOnFeaturesMixin, checks.SparseInputMixin, ClassifierM
             cv = grid_search.record(grid_search.kfold_search(
                 Z, y, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), len(y))
             self.C_ = cv["params"][cv["best_index"]]["C"]
-        else:
-            self.C_ = float(self.C)
         t3 = time.perf_counter()
         self.coef_, self.intercept_ = self._fit_codes(Z, y, self.C_, seed)
         t4 = time.perf_counter()

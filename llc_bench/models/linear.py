@@ -32,6 +32,14 @@ def C_candidates(C_grid) -> list[dict]:
     return [{"C": float(C)} for C in C_grid]
 
 
+def given_C(C, C_grid) -> float | None:
+    """C as given, or a one-value grid's value (nothing to choose: no CV); None when the
+    grid's CV chooses it."""
+    if C is not None:
+        return float(C)
+    return float(C_grid[0]) if len(C_grid) == 1 else None
+
+
 def linear_model_size(coef, intercept, n_features: int) -> dict:
     """``fit_info_["model_size"]`` of linear models (one per output) on the features."""
     coef = np.asarray(coef)
@@ -73,7 +81,7 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
     cv_folds : int, default 5
         Folds of that cross-validation (stratified).
     C_grid : sequence of float
-        The values of C the cross-validation chooses from.
+        The values of C the cross-validation chooses from (one value: that C, no CV).
     cv_max_rows : int or None, default None
         Run the CV on a stratified subsample of at most this many rows (the final fit
         uses all rows).
@@ -113,7 +121,8 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
         seed = self.random_state or 0
         t0 = time.perf_counter()
         cv = None
-        if self.C is None:
+        self.C_ = given_C(self.C, self.C_grid)
+        if self.C_ is None:
             def fit_fold(Xf, yf, params):
                 W, b = self._fit_once(Xf, yf, params["C"])
                 return lambda Xv: labels_from_scores(np.arange(len(self.classes_)),
@@ -123,8 +132,6 @@ class LinearSVMClassifier(LinearOnFeaturesMixin, SparseInputMixin, ClassifierMix
             cv = grid_search.record(grid_search.kfold_search(
                 X_cv, y_cv, C_candidates(self.C_grid), self.cv_folds, seed, fit_fold), len(y_cv))
             self.C_ = cv["params"][cv["best_index"]]["C"]
-        else:
-            self.C_ = float(self.C)
         t1 = time.perf_counter()
         self.coef_, self.intercept_ = self._fit_once(X, y, self.C_)
         t2 = time.perf_counter()

@@ -47,6 +47,19 @@ def test_linear_cv_picks_from_grid_and_is_deterministic():
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
+def test_a_one_value_c_grid_is_that_c_without_cv():
+    """A grid of one C has nothing to choose: the linear SVM and the LCC codes' SVM fit it
+    as if given (the same weights), with no CV run or recorded."""
+    from llc_bench.models.lcc_linear import LCCLinearSVMClassifier
+
+    X, y = blobs(3, n=150, seed=5)
+    for make in (lambda **kw: LinearSVMClassifier(random_state=0, **kw),
+                 lambda **kw: LCCLinearSVMClassifier(n_anchors=4, random_state=0, **kw)):
+        one, given = make(C_grid=(0.5,)).fit(X, y), make(C=0.5).fit(X, y)
+        assert one.C_ == 0.5 and one.fit_info_["cv"] is None
+        np.testing.assert_array_equal(one.coef_, given.coef_)
+
+
 def test_linear_sparse_equals_dense():
     X, y = blobs(3, seed=5)
     dense = LinearSVMClassifier(C=1.0).fit(X, y)
