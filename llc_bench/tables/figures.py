@@ -292,19 +292,24 @@ class FigureBuilder:
     def pareto(self, name: str, spec: dict, skipped: list, models: dict, datasets: list):
         """Test accuracy against total fit time (selection and CV included), one point per
         model and selection budget (``tune=on tune.budget_s=B``; ``one_run: true``, a model
-        whose own grid CV is its selection or a fixed setting, is one point), and the released
+        whose own grid CV is its selection or a fixed setting, is one point), with
+        ``default_point`` each selecting model's point at the default procedure (``tune=on``:
+        30 trials or the counted budget, ``tune.budget_rows``; a diamond), and the released
         C++ LL-SVM's measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer``
         writes)."""
         from llc_bench.store.costs import fit_seconds
 
         one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))
+        default = [DEFAULT_POINT] if spec.get("default_point") else []
         runs = {}
         for d in datasets:
             for m, (preset, _, over) in models.items():
-                for b in [None] if m in one_run else spec["budgets"]:
+                for b in [None] if m in one_run else [*spec["budgets"], *default]:
                     o = _run_overrides(spec, d, over)
-                    if b is not None:  # the budget alone ends the selection
+                    if b == DEFAULT_POINT:  # the selection a user's own data gets
+                        o = {**o, "tune": "on"}
+                    elif b is not None:  # the budget alone ends the selection
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
                              "tune.budget_rows": None, "tune.calibration_repeats": None}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
@@ -314,16 +319,22 @@ class FigureBuilder:
         drawn = 0
         for ax, d in zip(axes, datasets, strict=True):
             for m, (_, label, _) in models.items():
-                pts = sorted(
-                    (float(np.mean([fit_seconds(r) for r in recs])),
-                     float(np.mean([METRICS["accuracy"].read(r) for r in recs])))
-                    for (dd, mm, _), recs in records.items() if dd == d and mm == m and recs)
+                def point(recs):
+                    return (float(np.mean([fit_seconds(r) for r in recs])),
+                            float(np.mean([METRICS["accuracy"].read(r) for r in recs])))
+
+                pts = sorted(point(recs) for (dd, mm, b), recs in records.items()
+                             if dd == d and mm == m and recs and b != DEFAULT_POINT)
                 if not pts:
                     skipped.append(f"{m} on {d}: no record")
                     continue
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
-                        label=label if m in one_run else f"{label} ({len(pts)} budgets)")
+                line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
+                                label=label if m in one_run else f"{label} ({len(pts)} budgets)")
                 drawn += 1
+                if records.get((d, m, DEFAULT_POINT)):
+                    x, y = point(records[(d, m, DEFAULT_POINT)])
+                    ax.plot([x], [y], marker="D", ms=6, ls="none", color=line.get_color(),
+                            markeredgecolor="k", label=f"{label}, default selection")
             if d in peer:
                 ax.plot([peer[d]["train_seconds"]], [peer[d]["accuracy"]], "k*", ms=11,
                         label=peer[d].get("label", "released C++ LL-SVM"))
@@ -386,6 +397,10 @@ class FigureBuilder:
             ax.legend(fontsize=6, loc="lower right")
             drawn += 1
         return fig if drawn else None
+
+
+#: the Pareto figure's point of a model's default selection procedure (``tune=on``)
+DEFAULT_POINT = "default"
 
 
 def _peer_points(path) -> dict:

@@ -51,11 +51,17 @@ def test_redrawing_runs_nothing(drawn, monkeypatch):
     assert set(out) == {"sapl_fig2"}
 
 
+def budget(record) -> str:
+    """A Pareto run's point: "grid" (no selection), the seconds budget, or "default"."""
+    tune = record["config"].get("tune") or {}
+    return "grid" if not tune else str(tune["budget_s"] or "default")
+
+
 def test_pareto_has_one_point_per_model_and_budget(tmp_path, mirror):
-    """The Pareto figure (quick: the linear SVM once, LL-SVM at budgets 1 and 3 s), drawn on
-    another dataset than its own (banana) into a file of its own: a selecting model runs
-    once per budget with tune=on and no trial cap, a model whose grid CV is its selection
-    runs once."""
+    """The Pareto figure (quick: the linear SVM once, LL-SVM at budgets 1 and 3 s and at
+    its default selection), drawn on another dataset than its own (banana) into a file of
+    its own: a selecting model runs once per budget with tune=on and no trial cap and once
+    with tune=on as it is, a model whose grid CV is its selection runs once."""
     results = tmp_path / "results"
     lines: list[str] = []
     out = figures_command(["--profile", "quick", "--figure", "pareto", "--launcher", "basic",
@@ -64,12 +70,15 @@ def test_pareto_has_one_point_per_model_and_budget(tmp_path, mirror):
     assert out["pareto"].endswith("pareto_xor.png"), (out, lines)
     assert (results / "figures-quick" / "pareto_xor.png").stat().st_size > 1000, (out, lines)
     records = [r for _, r, _ in ResultsStore(results).records() if r]
-    runs = sorted((r["dataset"], r["model"], (r["config"].get("tune") or {}).get("budget_s"))
-                  for r in records)
-    assert runs == [("xor", "linear", None), ("xor", "llsvm", 1), ("xor", "llsvm", 3)], lines
+    runs = sorted((r["dataset"], r["model"], budget(r)) for r in records)
+    assert runs == [("xor", "linear", "grid"), ("xor", "llsvm", "1"), ("xor", "llsvm", "3"),
+                    ("xor", "llsvm", "default")], lines
     for r in records:
-        if r["model"] == "llsvm":
+        if budget(r) in ("1", "3"):
             assert r["config"]["tune"]["trials"] is None and r["tune"]["n_trials"] >= 1
+        elif budget(r) == "default":  # the default procedure: 30 trials, a counted budget
+            assert r["config"]["tune"]["trials"] == 30
+            assert r["config"]["tune"]["budget_rows"] == 500000
     # without --dataset, the figure's own dataset (nothing run here: nothing to draw)
     out = figures_command(["--profile", "quick", "--figure", "pareto", "--no-run",
                            "--results-dir", str(results)], echo=lines.append)
@@ -238,8 +247,8 @@ def test_pareto_on_own_files_runs_them_into_the_scratch_store(tmp_path, monkeypa
     png = tmp_path / "results-scratch" / "figures-quick" / f"pareto_{label}.png"
     assert out["pareto"] == str(png.relative_to(tmp_path)) and png.stat().st_size > 1000, echoed
     records = [r for _, r, _ in ResultsStore(tmp_path / "results-scratch").records() if r]
-    assert sorted((r["model"], (r["config"].get("tune") or {}).get("budget_s"))
-                  for r in records) == [("linear", None), ("llsvm", 1), ("llsvm", 3)]
+    assert sorted((r["model"], budget(r)) for r in records) == [
+        ("linear", "grid"), ("llsvm", "1"), ("llsvm", "3"), ("llsvm", "default")]
     assert all(r["config"]["dataset"]["train"] == str(tmp_path / "mine.csv") for r in records)
 
     def no_subprocess(*a, **k):
