@@ -775,36 +775,41 @@ def test_the_trials_memos_save_k_means_and_change_no_number(tmp_path, monkeypatc
     assert runs[0][2] == 5 < runs[1][2]  # 5 folds' training rows, k-means once each
 
 
+def _calibrations(monkeypatch) -> list:
+    """The info of every η0 calibration made from here on (appended as they run)."""
+    from llc_bench.models import sgd_training
+
+    infos, real = [], sgd_training.calibrate_eta0
+
+    def calibrate(*args, **kwargs):
+        out = real(*args, **kwargs)
+        infos.append(out[1])
+        return out
+
+    monkeypatch.setattr(sgd_training, "calibrate_eta0", calibrate)
+    return infos
+
+
 def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
     """tune.eta0_walk (the default): the first trial's η0 calibration runs coarse-to-fine,
     later trials walk from the η0 chosen last; the fit of the choice on all rows runs
     outside the walk.  false: every calibration on the whole coarse-to-fine grid, and the
     cache key of a selection without the walk."""
-    from llc_bench.models import sgd_training
-
-    methods = []
-    real = sgd_training.calibrate_eta0
-
-    def calibrate(*args, **kwargs):
-        out = real(*args, **kwargs)
-        methods.append(out[1]["method"])
-        return out
-
-    monkeypatch.setattr(sgd_training, "calibrate_eta0", calibrate)
+    infos = _calibrations(monkeypatch)
     X, y = _xor(300, 0)
     for flag, expect in (("true", True), ("false", False)):
-        methods.clear()
+        infos.clear()
         config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=3",
                              "tune.budget_s=null", f"tune.eta0_walk={flag}",
                              tmp_path=tmp_path)
         config = prepare_config(config)
         assert ("eta0_walk" in config["tune"]) is expect
         select(config, X, y, build_estimator)
-        walked = ["walked" in method for method in methods]
+        walked = ["walked" in info["method"] for info in infos]
         assert len(walked) >= 3 * 5 - 4 and walked[0] is False  # pruned folds aside
         assert all(walked[1:]) is expect and any(walked) is expect
         build_estimator(config).fit(X, y)
-        assert "walked" not in methods[-1]
+        assert "walked" not in infos[-1]["method"]
 
 
 def test_the_trials_init_pass_cap_leaves_the_fit_of_the_choice_alone(tmp_path, monkeypatch):
@@ -842,28 +847,18 @@ def test_the_trials_calibration_repeats_leave_the_fit_of_the_choice_alone(
     """tune.calibration_repeats=N: every trial's η0 calibration averages N seeded
     subsamples; the fit of the chosen setting on all rows its own 2.  null: the fit's own in
     the trials too, and no key in the selection's cache key."""
-    from llc_bench.models import sgd_training
-
-    repeats = []
-    real = sgd_training.calibrate_eta0
-
-    def calibrate(*args, **kwargs):
-        out = real(*args, **kwargs)
-        repeats.append(out[1]["repeats"])
-        return out
-
-    monkeypatch.setattr(sgd_training, "calibrate_eta0", calibrate)
+    infos = _calibrations(monkeypatch)
     X, y = _xor(300, 0)
     for value in (1, None):
-        repeats.clear()
+        infos.clear()
         config = prepare_config(compose_run(
             "model=llsvm", "dataset=xor", "tune=on", "tune.trials=3", "tune.budget_s=null",
             f"tune.calibration_repeats={value or 'null'}", tmp_path=tmp_path))
         assert ("calibration_repeats" in config["tune"]) is (value is not None)
         select(config, X, y, build_estimator)
-        assert len(repeats) >= 3 and set(repeats) == {value or 2}
+        assert len(infos) >= 3 and {info["repeats"] for info in infos} == {value or 2}
         build_estimator(config).fit(X, y)
-        assert repeats[-1] == 2
+        assert infos[-1]["repeats"] == 2
 
 
 def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
