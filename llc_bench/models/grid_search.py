@@ -1,7 +1,8 @@
-"""The estimators' own grid CVs (their papers' protocols): one loop over a grid's
-candidates, the results in :class:`~llc_bench.selection.SearchCV`'s ``cv_results_``
-table, the first best and the grid-edge test; :func:`record` is the JSON-ready form
-estimators keep in ``fit_info_["cv"]``."""
+"""The estimators' own grid CVs (their papers' protocols): a grid's candidates in order
+through the package's one trial loop (:mod:`llc_bench.trials`), the results in
+:class:`~llc_bench.selection.SearchCV`'s ``cv_results_`` table, the first best and the
+grid-edge test; :func:`record` is the JSON-ready form estimators keep in
+``fit_info_["cv"]``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from llc_bench import progress
+from llc_bench.trials import run_trials
 
 
 def results_table(params: Sequence[Mapping], split_scores: Sequence[Sequence[float]], *,
@@ -65,16 +67,21 @@ def at_grid_edge(params: Sequence[Mapping], best: int) -> list[str]:
 def search_grid(candidates: Sequence[Mapping], score: Callable[[Mapping], Iterable[float]],
                 n_splits: int) -> dict:
     """The table of ``candidates`` (dicts of parameters) in order; ``score(params)``
-    yields the candidate's accuracy on each of the ``n_splits`` splits."""
+    yields the candidate's accuracy on each of the ``n_splits`` splits.  The candidates
+    go through the package's one trial loop (:func:`llc_bench.trials.run_trials`); an
+    error in a fit ends the search (a grid has no other candidate to fall back on)."""
     bar = progress.bar(total=len(candidates) * n_splits, desc="CV folds x grid", unit="fit")
-    split_scores, seconds = [], []
-    for params in candidates:
+    queue, split_scores, seconds = iter(candidates), [], []
+
+    def evaluate(params):
         tic, row = time.perf_counter(), []
+        split_scores.append(row)
         for accuracy in score(params):
             row.append(float(accuracy))
             bar.update()
-        split_scores.append(row)
         seconds.append(time.perf_counter() - tic)
+
+    run_trials(lambda: next(queue, None), evaluate, lambda *_: None)
     bar.close()
     return results_table(candidates, split_scores, fit_seconds=seconds)
 

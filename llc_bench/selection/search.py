@@ -28,6 +28,9 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   depend on the machine, and ``report_["stopped_by"]`` says ``budget``); or when the next
   fit would pass ``budget_fits`` fits of the first trial's setting or ``budget_rows``
   training rows fitted (counted, not timed: the same choice on any machine);
+* runs the trials through the package's one trial loop (:func:`llc_bench.trials.run_trials`,
+  Optuna's sampler asked for each setting and told its end), as the estimators' own grid
+  CVs do;
 * lets the trials share what they can (one :class:`~llc_bench.models._base.TrialCache` per
   study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
   anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
@@ -67,6 +70,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from llc_bench.errors import ConfigError
 from llc_bench.models._validation import validate_params
 from llc_bench.models.linear import subsample_rows
+from llc_bench.trials import Pruned, run_trials
 
 #: search.capacity's orders: the sign that makes a simpler setting's key smaller.
 CAPACITY_ORDERS = {"ascending": 1, "descending": -1}
@@ -857,6 +861,7 @@ class _Objective:
         # trials in several processes on one study: each trial leaves its record and fits
         # in the study, and the budget is judged from every process's trials
         self.shared, self.study = shared, None
+        self.halted = False  # no trial after this one: the budget is spent
 
     def _others(self) -> list:
         """The finished trials of the other processes (shared study), in trial order."""
@@ -925,13 +930,11 @@ class _Objective:
                  for key, dim in self.space.items() if dim.get("cost")}
         return self.fit_units({k: min(v) for k, v in least.items()}, rows)
 
-    def stop_on_budget(self, study, _trial) -> None:
-        self.study = study
-        if self.over_budget():
-            study.stop()
+    def stop_on_budget(self) -> None:
+        """After a trial: no more when one more fit would end past the budget."""
+        self.halted = self.halted or self.over_budget()
 
     def __call__(self, trial) -> float:
-        import optuna
         from sklearn.base import clone
 
         from llc_bench.experiment.metrics import accuracy
@@ -954,19 +957,19 @@ class _Objective:
                 over = self.over_fit_budget(units, len(y_tr))
                 if over and step == 0 and not self.over_fit_budget(self.cheapest_units(
                         len(y_tr)), len(y_tr)):  # a cheaper setting still fits: not this one
-                    raise optuna.TrialPruned()
+                    raise Pruned()
                 self.stopped_by = self.stopped_by or over
                 if self.stopped_by or self.over_budget(cost):
-                    trial.study.stop()
-                    raise optuna.TrialPruned()
+                    self.halted = True
+                    raise Pruned()
                 t_fit = time.perf_counter()
                 try:  # a fit still running at the deadline is given up (not the first trial)
                     fitted = clone(estimator).fit(
                         X_tr, y_tr, **self._cache_kw(type(estimator).fit, self.complete()))
                 except FitDeadline as stop:
                     past = str(stop)
-                    trial.study.stop()
-                    raise optuna.TrialPruned() from None
+                    self.halted = True
+                    raise Pruned() from None
                 scores.append(accuracy(y_va, fitted.predict(
                     X_va, **self._cache_kw(type(fitted).predict))))
                 self.fits.append((cost, time.perf_counter() - t_fit))
@@ -976,7 +979,7 @@ class _Objective:
                 # the pruner (min_resource 1, reduction 3) then judges every rung but the last
                 trial.report(self.value(scores), 3 ** step if self.rungs else step)
                 if step + 1 < len(self.parts) and trial.should_prune():
-                    raise optuna.TrialPruned()
+                    raise Pruned()
         finally:
             self.records.append({"number": trial.number, "params": params,
                                  "score": self.value(scores) if scores else None,
@@ -1052,10 +1055,10 @@ def _seconds_at(fits: list, cost: float) -> float:
 
 
 class _Patience:
-    """An Optuna callback that stops the study when ``patience`` trials in a row (pruned
-    and failed ones included) have not beaten the best value by more than the noise margin
-    of the validation rows (as Keras' EarlyStopping with ``min_delta``: a gain within the
-    margin does not move the bar)."""
+    """A stop rule told each trial's end: it stops the search when ``patience`` trials in a
+    row (pruned and failed ones included) have not beaten the best value by more than the
+    noise margin of the validation rows (as Keras' EarlyStopping with ``min_delta``: a gain
+    within the margin does not move the bar)."""
 
     def __init__(self, patience: int | None, n_validation: int, n_se: float):
         self.patience, self.n_validation, self.n_se = patience, n_validation, n_se
@@ -1063,10 +1066,10 @@ class _Patience:
         self.since = 0
         self.stopped = False
 
-    def __call__(self, study, trial) -> None:
+    def __call__(self, value: float | None) -> None:
+        """After a trial that scored ``value`` (None: pruned or failed)."""
         if self.patience is None:
             return
-        value = trial.value if trial.state.name == "COMPLETE" else None
         if value is not None and (self.best is None or value - self.best > noise_margin(
                 value, self.n_validation, self.n_se)):
             self.best, self.since = value, 0
@@ -1074,7 +1077,6 @@ class _Patience:
             self.since += 1
         if self.since >= self.patience:
             self.stopped = True
-            study.stop()
 
 
 BUDGETS = ("budget_s", "budget_fits", "budget_rows")  # what may end a selection before its trials
@@ -1109,13 +1111,30 @@ def _optimize(study, settings, make, space, parts, deadline,
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
-    callbacks = [objective.stop_on_budget, patience]
-    if limit is not None:
-        with warnings.catch_warnings():  # "experimental" in optuna 2.x
-            warnings.simplefilter("ignore")
-            callbacks.append(optuna.study.MaxTrialsCallback(limit, states=None))
-    study.optimize(objective, n_trials=None if limit is None else limit,
-                   callbacks=callbacks, catch=CATCH)
+    asked, full = 0, False
+
+    def ask():
+        nonlocal asked
+        if limit is not None and asked >= limit:
+            return None
+        asked += 1
+        return study.ask()
+
+    def tell(trial, state: str, score, error) -> None:
+        nonlocal full
+        if error is not None:
+            trial.set_user_attr("fail_reason", f"{type(error).__name__}: {error}"[:200])
+        study.tell(trial, score, state=optuna.trial.TrialState[state])
+        objective.study = study
+        objective.stop_on_budget()
+        patience(score)
+        # the study holds `limit` trials, every process's counted
+        full = limit is not None and len(study.get_trials(deepcopy=False)) >= limit
+
+    def stop() -> bool:
+        return patience.stopped or objective.halted or full
+
+    run_trials(ask, objective, tell, stop=stop, catch=CATCH)
     if patience.stopped or objective.stopped_by:
         return objective.records, objective.stopped_by or "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit
@@ -1253,7 +1272,7 @@ def noise_margin(accuracy: float, n_validation: int, n_se: float) -> float:
 def _first_failure(study) -> str:
     for t in study.trials:
         if t.state.name == "FAIL":
-            return str(t.system_attrs.get("fail_reason", "unknown"))[:200]
+            return str(t.user_attrs.get("fail_reason", "unknown"))[:200]
     return "none ran"
 
 

@@ -189,7 +189,8 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with pytest.raises(ConfigError, match="none of the 100 trials completed"):
+        with pytest.raises(ConfigError, match=r"none of the 100 trials completed "
+                           r"\(first failure: ValueError: no fit\)"):
             select(many, X, y, failing)
     ours = [w for w in caught if issubclass(w.category, LLCBenchWarning)]
     assert len(ours) == 1 and str(ours[0].message) == text and seen[0] >= 1
