@@ -31,6 +31,8 @@ tune`` and the model presets run (docs/guide/tuning.md)::
 * runs the trials through the package's one trial loop (:func:`llc_bench.trials.run_trials`,
   Optuna's sampler asked for each setting and told its end), as the estimators' own grid
   CVs do;
+* fits the trials with ``trial_params`` over the estimator's own setting (cheaper fits of
+  the same model: ML3's CCCP iterations) and the choice with its own;
 * lets the trials share what they can (one :class:`~llc_bench.models._base.TrialCache` per
   study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
   anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
@@ -135,6 +137,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     calibration_repeats : int or None, default=1
         A trial's η0 calibration averages this many seeded subsamples (None: the fit's
         own, 2).
+    trial_params : dict or None, default=None
+        The trials' fits take these parameters over the estimator's (a cheaper fit of the
+        same model, as fewer CCCP iterations: the fidelity the trials rank settings at);
+        the refit keeps the estimator's own.  None: the declared space's
+        ``search.trial_params`` when ``space`` is None, else none.
     fixed_first : bool, default=True
         With ``space=None``, a model whose declared space has ``search.fixed_first``
         (learned anchors: LLC-SAPL, LLC-JO) is searched in its two stages: the other keys
@@ -183,6 +190,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "eta0_walk": ["boolean"],
         "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "calibration_repeats": [Interval(Integral, 1, None, closed="left"), None],
+        "trial_params": [dict, None],
         "fixed_first": ["boolean"],
         "workers": [Interval(Integral, 1, None, closed="left")],
         "refit": ["boolean"],
@@ -195,8 +203,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
-                 init_max_iter=100, calibration_repeats=1, fixed_first=True, workers=1, refit=True,
-                 random_state=0):
+                 init_max_iter=100, calibration_repeats=1, trial_params=None, fixed_first=True,
+                 workers=1, refit=True, random_state=0):
         self.estimator = estimator
         self.space = space
         self.trials = trials
@@ -215,6 +223,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.eta0_walk = eta0_walk
         self.init_max_iter = init_max_iter
         self.calibration_repeats = calibration_repeats
+        self.trial_params = trial_params
         self.fixed_first = fixed_first
         self.workers = workers
         self.refit = refit
@@ -236,7 +245,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"SearchCV: space key {unknown[0]!r} is not a parameter of "
                              f"{type(self.estimator).__name__}")
         space = without_set_alternatives(space, lambda key: own.get(key.rsplit(".", 1)[-1]))
-        declared = {"cv_max_rows": self._declared_option("cv_max_rows")}
+        declared = {"cv_max_rows": self._declared_option("cv_max_rows"),
+                    "trial_params": self._declared_option("trial_params")}
         stages = self._declared_stages(space)
         if stages is None:
             self._search(X, y, _WithParams(self.estimator), space,
@@ -302,7 +312,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         name = getattr(self.estimator, "search_space", None)
         if self.space is not None or getattr(self, key) is not None or not name:
             return None
-        return declared_option(name, key)
+        value = declared_option(name, key)
+        if isinstance(value, dict):  # dotted config keys -> the estimator's parameters
+            return {k.rsplit(".", 1)[-1]: v for k, v in value.items()}
+        return value
 
     def _settings(self) -> dict:
         return {key: getattr(self, key) for key in self._parameter_constraints
@@ -318,6 +331,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         tune, seed = self._settings(), int(self.random_state)
         tune.update({k: v for k, v in (declared or {}).items() if tune.get(k) is None})
         workers = int(tune.get("workers") or 1)
+        if tune.get("trial_params"):
+            make = _TrialFit(make, {k: v for k, v in tune["trial_params"].items()
+                                    if k not in space})
         if np.unique(y).size <= 2 and any(d.get("multiclass_only") for d in space.values()):
             space = {k: d for k, d in space.items() if not d.get("multiclass_only")}
             first = None if first is None else {k: first[k] for k in space}
@@ -375,6 +391,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
             "at_edge": _edges(space, chosen),
             "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
+            "trial_params": dict(tune.get("trial_params") or {}),
             "trials": records,
         }
         if echo is not None:
@@ -458,8 +475,11 @@ def _plan_line(tune: Mapping, protocol: str, parts: list) -> str:
         caps.append(f"{tune['budget_fits']} fits (tune.budget_fits)")
     if tune["budget_s"] is not None:
         caps.append(f"{tune['budget_s']} s (tune.budget_s)")
-    return (f"tune    {protocol}: {len(parts)} fit(s) of {rows} rows a trial; stops at "
-            + " or ".join(caps))
+    extra = tune.get("trial_params") or {}
+    return (f"tune    {protocol}: {len(parts)} fit(s) of {rows} rows a trial"
+            + (" (" + ", ".join(f"{k}={_short(v)}" for k, v in extra.items())
+               + ": the trials' fits; the choice's its own)" if extra else "")
+            + "; stops at " + " or ".join(caps))
 
 
 def _budget_note(report: Mapping) -> str:
@@ -513,6 +533,18 @@ class _WithParams:
 
     def __call__(self, params: Mapping):
         return clone(self.estimator).set_params(**params)
+
+
+class _TrialFit:
+    """A trial's estimator: ``make`` of the trial's setting over ``extra`` (the trials'
+    own parameters, ``trial_params``), the setting winning where both hold a key (a class,
+    not a closure: worker processes receive it)."""
+
+    def __init__(self, make: Callable, extra: Mapping):
+        self.make, self.extra = make, dict(extra)
+
+    def __call__(self, params: Mapping):
+        return self.make({**self.extra, **params})
 
 
 def joined_results(tables: list) -> dict:
@@ -695,12 +727,23 @@ def staged_search(space: Mapping, stages: Mapping, search: Callable) -> tuple[di
 
 
 def declared_option(model: str, key: str, config_dirs=()):
-    """A declared space's ``search.<key>`` setting (``cv_max_rows``), or None."""
+    """A declared space's ``search.<key>`` setting, checked, or None: ``cv_max_rows`` (an
+    integer >= 10) or ``trial_params`` (a mapping of config keys to values)."""
     from omegaconf import OmegaConf
 
     path = _search_file(model, config_dirs)
     value = OmegaConf.select(OmegaConf.load(path), f"search.{key}") if path else None
-    if value is not None and (type(value) is not int or value < 10):
+    if value is None:
+        return None
+    if key == "trial_params":
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+        if not isinstance(value, dict) or not all(
+                isinstance(k, str) and (v is None or isinstance(v, bool | int | float | str))
+                for k, v in value.items()):
+            raise ConfigError(f"{path}: search.trial_params: expected {{KEY: VALUE, ...}} "
+                              "(config keys to single values)")
+        return value
+    if type(value) is not int or value < 10:
         raise ConfigError(f"{path}: search.{key}={value!r}: expected an integer >= 10")
     return value
 

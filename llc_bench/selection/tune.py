@@ -65,6 +65,10 @@ STAGED = "fixed_first"
 # The trials' splits drawn from a stratified subsample of at most this many training rows
 # (a model whose fit costs grow faster than its rows: the kernel SVM declares one).
 SUBSAMPLE = "cv_max_rows"
+# The trials' fits take these settings over the run's (a cheaper fit of the same model: ML3's
+# CCCP iterations); the fit of the choice keeps the run's (null: the model's declared
+# search.trial_params; {}: none).  Enters the cache key when not empty.
+TRIAL_PARAMS = "trial_params"
 # The fit of the choice: under the held-out protocol, fixed anchors from the chosen trial's
 # training rows (true; false: k-means on all training rows, as the fit was before it).
 REFIT = "trial_anchors"
@@ -162,6 +166,20 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         settings[SUBSAMPLE] = subsample
     if tune.get(STAGED) is not None:
         settings[STAGED] = tune.get(STAGED)
+    trial_params = tune.get(TRIAL_PARAMS)
+    if trial_params is None:
+        trial_params = declared_option(model, TRIAL_PARAMS, _user_config_dirs()) or {}
+    if not isinstance(trial_params, Mapping):
+        raise ConfigError(f"tune.{TRIAL_PARAMS}={trial_params!r}: expected {{KEY: VALUE, ...}}"
+                          " (the trials' settings), {} (none) or null (the model's declared)")
+    for key in trial_params:
+        if get_dotted(config, key) is None and str(key).rsplit(".", 1)[-1] not in (
+                config.get(str(key).split(".")[0]) or {}):
+            raise ConfigError(f"tune.{TRIAL_PARAMS}: {key} is not a key of this run's config")
+    trial_params = {k: v for k, v in trial_params.items()  # the space's and the command
+                    if k not in space and k not in set(fixed)}  # line's keys win
+    if trial_params:
+        settings[TRIAL_PARAMS] = dict(trial_params)
     _check_settings(settings)
     if settings.get(STAGED):  # the declaration, where the model makes one and it applies
         stages = declared_stages(model, _user_config_dirs())
@@ -371,5 +389,6 @@ def score_setting(config: Mapping, X, y, build: Callable) -> float:
     the same rows as the trials."""
     _, splits = _splits(X, y, config["tune"], int(config["seed"]))
     parts = _parts(X, y, splits)
-    objective = _Objective(_FromConfig(config, build), {}, parts, None)
+    trial = with_params(config, config["tune"].get(TRIAL_PARAMS) or {})  # as the trials fit
+    objective = _Objective(_FromConfig(trial, build), {}, parts, None)
     return objective(_optuna().trial.FixedTrial({}))

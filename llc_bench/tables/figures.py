@@ -311,7 +311,8 @@ class FigureBuilder:
                         o = {**o, "tune": "on"}
                     elif b is not None:  # the budget alone ends the selection
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
-                             "tune.budget_rows": None, "tune.calibration_repeats": None}
+                             "tune.budget_rows": None, "tune.calibration_repeats": None,
+                             "tune.trial_params": {}}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

@@ -467,7 +467,10 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.init_max_iter=false", "tune.init_max_iter=False"),
                             ("tune.simpler_se=-1", "tune.simpler_se=-1"),
                             ("tune.simpler_se=true", "tune.simpler_se=True"),
-                            ("tune.simpler_se=abc", "tune.simpler_se='abc'")):
+                            ("tune.simpler_se=abc", "tune.simpler_se='abc'"),
+                            ("tune.trial_params=5", "tune.trial_params=5"),
+                            ("tune.trial_params={trainer.nosuch:1}",
+                             "tune.trial_params: trainer.nosuch is not a key")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -860,6 +863,67 @@ def test_the_trials_calibration_repeats_leave_the_fit_of_the_choice_alone(
         assert len(infos) >= 3 and {info["repeats"] for info in infos} == {value or 2}
         build_estimator(config).fit(X, y)
         assert infos[-1]["repeats"] == 2
+
+
+def _ml3_fits(monkeypatch) -> list:
+    """The CCCP iterations of every ML3 fit made from here on."""
+    from llc_bench.models.ml3 import ML3Classifier
+
+    iterations, real = [], ML3Classifier.fit
+
+    def fit(self, *args, **kwargs):
+        iterations.append(self.n_iter)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ML3Classifier, "fit", fit)
+    return iterations
+
+
+def test_ml3_s_trials_fit_its_declared_trial_params_and_the_choice_its_own(
+        tmp_path, monkeypatch, capsys):
+    """ML3 declares search.trial_params (trainer.n_iter: 10): every trial fits 10 CCCP
+    iterations, the fit of the choice the run's 30; the tune line says so before the trials,
+    the record's report holds them and so does the cache key.  tune.trial_params={} runs the
+    trials at the fit's own cost (the key of before); a command-line n_iter wins."""
+    iterations = _ml3_fits(monkeypatch)
+    X, y = _xor(300, 0)
+    keys = {}
+    for extra in ((), ("tune.trial_params={}",), ("trainer.n_iter=20",)):
+        iterations.clear()
+        args = ("model=ml3", "dataset=xor", "tune=on", "tune.trials=3", *extra)
+        config = prepare_config(compose_run(*args, tmp_path=tmp_path),
+                                fixed=tuple(a.split("=")[0] for a in extra
+                                            if a.startswith("trainer.")))
+        lines = []
+        chosen, report = select(config, X, y, build_estimator, echo=lines.append)
+        build_estimator(with_params(config, chosen)).fit(X, y)
+        keys[extra] = config_hash(config)
+        trial_iters = {(): 10, ("tune.trial_params={}",): 30, ("trainer.n_iter=20",): 20}[extra]
+        assert set(iterations[:-1]) == {trial_iters} and len(iterations) >= 4
+        assert iterations[-1] == (20 if extra == ("trainer.n_iter=20",) else 30)
+        declared = extra == ()
+        assert report["trial_params"] == ({"trainer.n_iter": 10} if declared else {})
+        assert ("trainer.n_iter=10: the trials' fits" in lines[0]) is declared
+        assert ("trial_params" in config["tune"]) is declared
+    assert len(set(keys.values())) == 3
+
+
+def test_search_cv_fits_its_trials_with_trial_params_and_refits_with_the_own(monkeypatch):
+    from llc_bench.models import ML3Classifier
+    from llc_bench.selection import SearchCV
+
+    iterations = _ml3_fits(monkeypatch)
+    X, y = _xor(240, 1)
+    search = SearchCV(ML3Classifier(random_state=0), trials=3).fit(X, y)  # the declared
+    assert set(iterations[:-1]) == {10} and iterations[-1] == 30
+    assert search.report_["trial_params"] == {"n_iter": 10}
+    iterations.clear()
+    SearchCV(ML3Classifier(random_state=0), space={"p": [1.5, 2.0]}, trials=2,
+             trial_params={"n_iter": 5}).fit(X, y)
+    assert set(iterations[:-1]) == {5} and iterations[-1] == 30
+    iterations.clear()
+    SearchCV(ML3Classifier(random_state=0), space={"p": [1.5, 2.0]}, trials=2).fit(X, y)
+    assert set(iterations) == {30}  # a space of one's own: no declared trial settings
 
 
 def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
