@@ -166,20 +166,9 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         settings[SUBSAMPLE] = subsample
     if tune.get(STAGED) is not None:
         settings[STAGED] = tune.get(STAGED)
-    trial_params = tune.get(TRIAL_PARAMS)
-    if trial_params is None:
-        trial_params = declared_option(model, TRIAL_PARAMS, _user_config_dirs()) or {}
-    if not isinstance(trial_params, Mapping):
-        raise ConfigError(f"tune.{TRIAL_PARAMS}={trial_params!r}: expected {{KEY: VALUE, ...}}"
-                          " (the trials' settings), {} (none) or null (the model's declared)")
-    for key in trial_params:
-        if get_dotted(config, key) is None and str(key).rsplit(".", 1)[-1] not in (
-                config.get(str(key).split(".")[0]) or {}):
-            raise ConfigError(f"tune.{TRIAL_PARAMS}: {key} is not a key of this run's config")
-    trial_params = {k: v for k, v in trial_params.items()  # the space's and the command
-                    if k not in space and k not in set(fixed)}  # line's keys win
+    trial_params = _trial_params(config, model, space, fixed)
     if trial_params:
-        settings[TRIAL_PARAMS] = dict(trial_params)
+        settings[TRIAL_PARAMS] = trial_params
     _check_settings(settings)
     if settings.get(STAGED):  # the declaration, where the model makes one and it applies
         stages = declared_stages(model, _user_config_dirs())
@@ -328,6 +317,22 @@ def cost_warning(config: Mapping, splits: list) -> str | None:
     return (f"tune.trials={trials} with no budget (tune.budget_rows=null): {trials} trials "
             f"of {len(splits)} fit(s) on {rows} rows, {estimate}; tune.budget_rows=N stops the "
             "selection before N training rows are fitted")
+
+
+def _trial_params(config: Mapping, model: str, space: Mapping, fixed: tuple) -> dict:
+    """The trials' own settings: ``tune.trial_params``, or (null) the model's declared
+    ``search.trial_params``, less the keys the space searches or the command line sets."""
+    trial_params = config["tune"].get(TRIAL_PARAMS)
+    if trial_params is None:
+        trial_params = declared_option(model, TRIAL_PARAMS, _user_config_dirs()) or {}
+    if not isinstance(trial_params, Mapping):
+        raise ConfigError(f"tune.{TRIAL_PARAMS}={trial_params!r}: expected {{KEY: VALUE, ...}}"
+                          " (the trials' settings), {} (none) or null (the model's declared)")
+    for key in trial_params:
+        if get_dotted(config, key) is None and str(key).rsplit(".", 1)[-1] not in (
+                config.get(str(key).split(".")[0]) or {}):
+            raise ConfigError(f"tune.{TRIAL_PARAMS}: {key} is not a key of this run's config")
+    return {k: v for k, v in trial_params.items() if k not in space and k not in set(fixed)}
 
 
 def _search_cv(config: Mapping) -> SearchCV:
