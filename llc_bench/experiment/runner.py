@@ -656,12 +656,16 @@ def compile_seconds(timings: Mapping) -> float:
 
 
 def _cut(record: Mapping) -> str:
-    """A selection a seconds cap ended says so on the run's line (its choice may differ on
-    another machine)."""
+    """What may make a selection's choice differ from the same command's elsewhere, on the
+    run's line: a seconds cap that ended it (another machine), trials in several processes
+    (a serial run)."""
     tuned = record.get("tune") or {}
-    if tuned.get("stopped_by") != "budget":
-        return ""
-    return f", cut by tune.budget_s={(tuned.get('budget') or {}).get('budget_s')}"
+    notes = []
+    if tuned.get("stopped_by") == "budget":
+        notes.append(f"cut by tune.budget_s={(tuned.get('budget') or {}).get('budget_s')}")
+    if (tuned.get("workers") or 1) > 1:
+        notes.append(f"trials in {tuned['workers']} processes")
+    return "".join(f", {note}" for note in notes)
 
 
 def summary_line(record: Mapping, cached: bool = False) -> str:

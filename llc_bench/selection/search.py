@@ -460,7 +460,9 @@ def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
                if report["simpler_than"] else "")
             + ")" + _budget_note(report)
             + (", stopped by it" if report.get("stopped_by") in ("fits", "rows")
-               else stopped_note(report)))
+               else stopped_note(report))
+            + (f"; trials in {report['workers']} processes: the choice may differ from a "
+               "serial run's" if report.get("workers", 1) > 1 else ""))
 
 
 def _plan_line(tune: Mapping, protocol: str, parts: list) -> str:

@@ -621,13 +621,23 @@ def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
 
 def test_two_workers_share_one_study(tmp_path):
     """tune.workers=2: the trials run in two processes on one SQLite study; every trial is
-    recorded once, the defaults among them, and the choice is the best complete trial."""
+    recorded once, the defaults among them, and the choice is the best complete trial.  The
+    tune line and the run's result line say the choice may differ from a serial run's."""
+    from llc_bench.experiment.runner import summary_line
+
     X, y = _xor(300, 0)
     y = np.where(y, 1, -1)
     config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
                          "tune.budget_s=null", "tune.workers=2", "tune.keep_default_se=0",
                          "tune.simpler_se=null", tmp_path=tmp_path)
-    chosen, report = select(prepare_config(config), X, y, build_estimator)
+    lines = []
+    chosen, report = select(prepare_config(config), X, y, build_estimator, echo=lines.append)
+    assert lines[-1].endswith("; trials in 2 processes: the choice may differ from a serial "
+                              "run's")
+    record = {"dataset": "xor", "model": "llsvm", "seed": 0, "config_hash": "h",
+              "metrics": {"test_accuracy": 0.9, "test_hinge": 0.1},
+              "timings": {"train": 0.1, "tune": 1.0, "test_total": 0.01}, "tune": report}
+    assert "(+ tune 1.0s, trials in 2 processes)" in summary_line(record)
     numbers = [t["number"] for t in report["trials"]]
     assert report["workers"] == 2 and len(numbers) == len(set(numbers)) >= 8
     assert report["trials"][0]["params"]["coding.n_anchors"] == 100   # the defaults
