@@ -240,10 +240,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         space = self._declared() if self.space is None else self.space
         space = {key: dimension(key, spec) for key, spec in space.items()}
         own = self.estimator.get_params()
-        unknown = sorted(set(space) - set(own))
-        if unknown:
-            raise ValueError(f"SearchCV: space key {unknown[0]!r} is not a parameter of "
-                             f"{type(self.estimator).__name__}")
+        for what, keys in (("space key", space), ("trial_params key", self.trial_params or {})):
+            unknown = sorted(set(keys) - set(own))
+            if unknown:
+                raise ValueError(f"SearchCV: {what} {unknown[0]!r} is not a parameter of "
+                                 f"{type(self.estimator).__name__}")
         space = without_set_alternatives(space, lambda key: own.get(key.rsplit(".", 1)[-1]))
         declared = {"cv_max_rows": self._declared_option("cv_max_rows"),
                     "trial_params": self._declared_option("trial_params")}

@@ -290,6 +290,22 @@ def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch)
         search_space("ml3")
 
 
+@pytest.mark.parametrize("declared", ["5", "[trainer.n_iter]", "{trainer.n_iter: [1, 2]}"])
+def test_declared_trial_params_that_are_not_single_values_are_one_line(
+        tmp_path, monkeypatch, declared):
+    from llc_bench.selection import search
+
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "ml3.yaml").write_text(
+        "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
+        f"search:\n  trial_params: {declared}\n")
+    monkeypatch.setattr(search, "_conf_dir", lambda: tmp_path)
+    config = compose_run("model=ml3", "dataset=heart", "tune=on", tmp_path=tmp_path)
+    with pytest.raises(ConfigError, match=r"ml3.yaml: search.trial_params: expected "
+                                          r"\{KEY: VALUE, ...\}"):
+        resolve(config)
+
+
 def test_the_budget_line_through_the_fits():
     from llc_bench.selection.search import _seconds_at, fit_cost
 
@@ -934,6 +950,9 @@ def test_search_cv_fits_its_trials_with_trial_params_and_refits_with_the_own(mon
     iterations.clear()
     SearchCV(ML3Classifier(random_state=0), space={"p": [1.5, 2.0]}, trials=2).fit(X, y)
     assert set(iterations) == {30}  # a space of one's own: no declared trial settings
+    with pytest.raises(ValueError, match="trial_params key 'iters' is not a parameter of "
+                                         "ML3Classifier"):
+        SearchCV(ML3Classifier(), trial_params={"iters": 5}).fit(X, y)
 
 
 def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
