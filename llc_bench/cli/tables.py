@@ -153,6 +153,9 @@ def figures_command(argv: list[str], echo=print) -> dict:
                         "(repeatable; e.g. --figure pareto --dataset usps); the file is then "
                         "<figure>_<datasets>.png")
     parser.add_argument("--list", action="store_true", help="list the figures and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print each figure's runs (planned, in the store, to run, the "
+                        "multirun command lines) and exit, drawing nothing")
     parser.add_argument("--regions", metavar="DATASET",
                         help="draw LL-SVM's decision regions and anchors beside the RBF kernel "
                         "SVM's on a 2-D dataset (e.g. banana) into --out (default docs/img)")
@@ -179,7 +182,7 @@ def figures_command(argv: list[str], echo=print) -> dict:
     return build_figures(args.figure or list(list_figures()), profile, out_dir,
                          executor=_executor(args, echo), results_dir=args.results_dir,
                          mirrors=args.mirror, run=not args.no_run, echo=echo,
-                         datasets=args.dataset, own=own)
+                         datasets=args.dataset, own=own, dry_run=args.dry_run)
 
 
 def _own_files(args, argv: list[str]) -> dict:

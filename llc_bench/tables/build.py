@@ -94,7 +94,7 @@ def _build_table(name, build: Build, planner, executor, costs, totals: _Totals,
     _say_plan(name, plan, todo, build, costs, totals, echo)
     if build.dry_run:
         for launch in group_runs(todo):
-            known, unknown = costs.total(_pairs(launch.runs))
+            known, unknown = costs.total(cost_keys(launch.runs))
             echo(f"  # {describe(build_seconds(known, 1), unknown)}")
             echo("  llc-bench run -m " + " ".join(executor.arguments(
                 launch, extra=["force=true"] if build.timing_only else ())))
@@ -119,7 +119,7 @@ def _say_plan(name, plan, todo, build: Build, costs, totals: _Totals, echo) -> N
     cached = sum(1 for r in plan.runs() if r.cached)
     new = [r for r in todo if r.hash not in totals.counted]  # the others: an earlier table's
     totals.counted.update(r.hash for r in new)
-    seconds, unknown = costs.total(_pairs(new))
+    seconds, unknown = costs.total(cost_keys(new))
     launches = len(group_runs(new))
     totals.seconds += seconds
     totals.unknown += unknown
@@ -179,7 +179,7 @@ def _estimate_line(totals: _Totals, planning: float) -> str:
 
 
 
-def _pairs(runs) -> list[tuple]:
+def cost_keys(runs) -> list[tuple]:
     """(model preset, dataset config, training-row cap) of each run, for the cost model."""
     return [(r.overrides["model"], r.overrides["dataset"],
              (r.config.get("dataset") or {}).get("max_train")) for r in runs]

@@ -141,11 +141,15 @@ def _x_axis(ax, x: dict) -> None:
         ax.set_xticks(sorted(x["values"]), labels)
 
 
+class _Planned(Exception):
+    """A dry run's figure: its runs said, nothing drawn."""
+
+
 class FigureBuilder:
     def __init__(self, profile, out_dir, executor, results_dir, mirrors=(), run=True,
-                 echo=print, planner=None):
+                 echo=print, planner=None, dry_run=False):
         self.profile, self.out_dir = profile, Path(out_dir)
-        self.executor, self.run = executor, run
+        self.executor, self.run, self.dry_run = executor, run, dry_run
         self.results_dir = Path(results_dir)
         self.store = ResultsStore(self.results_dir)
         self.mirrors = tuple(mirrors)
@@ -174,6 +178,10 @@ class FigureBuilder:
         """Plan -> run the missing ones -> {key: [records]} (failed runs reported)."""
         todo = {r.hash: r for runs in runs_by_key.values() for r in runs
                 if not self.store.has(r.hash)}
+        if self.dry_run:
+            self._say_plan({r.hash for runs in runs_by_key.values() for r in runs},
+                           list(todo.values()))
+            raise _Planned()
         if todo and self.run:
             report = self.executor.run(list(todo.values()), tag=name)
             for key, why in report.failed.items():
@@ -188,6 +196,22 @@ class FigureBuilder:
                     continue
             out[key] = recs
         return out
+
+    def _say_plan(self, planned: set, todo: list) -> None:
+        """A dry run's lines for one figure, as ``tables --dry-run`` says a table's: the
+        runs planned, in the store and to run with their estimate, then each launch."""
+        from llc_bench.store.costs import CostModel, build_seconds, describe
+        from llc_bench.tables.build import COMMITTED, cost_keys
+        from llc_bench.tables.execute import group_runs
+
+        launches = group_runs(todo)
+        seconds, unknown = CostModel(self.results_dir, fallbacks=[COMMITTED]).total(
+            cost_keys(todo))
+        cost = describe(build_seconds(seconds, len(launches)), unknown) if todo else "nothing"
+        self.echo(f"  {len(planned)} runs planned, {len(planned) - len(todo)} in the store, "
+                  f"{len(todo)} to run ({self.profile.name} profile): {cost}")
+        for launch in launches:
+            self.echo("  llc-bench run -m " + " ".join(self.executor.arguments(launch)))
 
     # -- kinds ---------------------------------------------------------------------------
     @_kind
@@ -442,11 +466,13 @@ def own_files_label(own: dict) -> str:
 
 
 def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirrors=(),
-                  run=True, echo=print, datasets=(), own=None) -> dict:
+                  run=True, echo=print, datasets=(), own=None, dry_run=False) -> dict:
     """Draw the figures ``names``; ``datasets`` (dataset configs) replace each figure's own
     datasets, and the file is then ``<figure>_<datasets>``: the committed figure stays.
     ``own``: the ``dataset.*`` overrides of ``dataset=file`` (its files), whose part of the
-    file name is ``own_files_label``'s (``file-<training file's stem>-<hash>``)."""
+    file name is ``own_files_label``'s (``file-<training file's stem>-<hash>``).
+    ``dry_run``: say each figure's runs (planned, in the store, to run and the launches)
+    and draw nothing."""
     from llc_bench.tables.plan import Composer, Planner
 
     figures = list_figures()
@@ -463,7 +489,7 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
     with Composer() as composer:
         planner = Planner(results_dir, profile, mirrors=mirrors, composer=composer)
         builder = FigureBuilder(profile, out_dir, executor, results_dir, mirrors, run, echo,
-                                planner)
+                                planner, dry_run)
         for name in names:
             spec = _effective(figures[name], profile)
             if datasets:
@@ -482,7 +508,15 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 out[name] = f"skipped: unknown kind {kind!r}"
                 echo(f"  {out[name]}")
                 continue
-            fig = draw(name, spec, skipped)
+            if dry_run and kind == "boundary":
+                out[name] = "planned: fitted in-process when drawn, no runs"
+                echo(f"  {out[name]}")
+                continue
+            try:
+                fig = draw(name, spec, skipped)
+            except _Planned:
+                out[name] = "planned"
+                continue
             for s in skipped:
                 echo(f"  skip {s}")
             if fig is None:

@@ -51,6 +51,29 @@ def test_redrawing_runs_nothing(drawn, monkeypatch):
     assert set(out) == {"sapl_fig2"}
 
 
+def test_a_dry_run_says_each_figure_s_runs_and_draws_nothing(tmp_path, mirror, monkeypatch):
+    """figures --dry-run: per figure the runs planned, in the store and to run (the
+    launches' command lines), nothing launched and nothing written; a boundary figure is
+    fitted when drawn and plans none.  Against an empty store, sapl_fig2 plans its six
+    runs, one launch each (a launch does not sweep m)."""
+
+    def no_subprocess(*a, **k):
+        raise AssertionError(f"a run was launched: {a}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    empty = tmp_path / "results"
+    lines: list[str] = []
+    out = figures_command(["--profile", "quick", "--figure", "sapl_fig1", "--figure",
+                           "sapl_fig2", "--dry-run", "--results-dir", str(empty),
+                           "--mirror", str(mirror)], echo=lines.append)
+    assert out == {"sapl_fig1": "planned: fitted in-process when drawn, no runs",
+                   "sapl_fig2": "planned"}
+    assert "  6 runs planned, 0 in the store, 6 to run (quick profile): " in "\n".join(lines)
+    launches = [line for line in lines if line.startswith("  llc-bench run -m ")]
+    assert len(launches) == 6 and all("dataset=banana" in line for line in launches)
+    assert not empty.exists() or not any(empty.rglob("*.png"))
+
+
 def budget(record) -> str:
     """A Pareto run's point: "grid" (no selection), the seconds budget, or "default"."""
     tune = record["config"].get("tune") or {}
