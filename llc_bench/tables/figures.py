@@ -150,6 +150,7 @@ class FigureBuilder:
                  echo=print, planner=None, dry_run=False):
         self.profile, self.out_dir = profile, Path(out_dir)
         self.executor, self.run, self.dry_run = executor, run, dry_run
+        self._costs = None  # a dry run's cost model, made at its first run to estimate
         self.results_dir = Path(results_dir)
         self.store = ResultsStore(self.results_dir)
         self.mirrors = tuple(mirrors)
@@ -204,10 +205,11 @@ class FigureBuilder:
         from llc_bench.tables.build import COMMITTED, cost_keys
         from llc_bench.tables.execute import group_runs
 
-        launches = group_runs(todo)
-        seconds, unknown = CostModel(self.results_dir, fallbacks=[COMMITTED]).total(
-            cost_keys(todo))
-        cost = describe(build_seconds(seconds, len(launches)), unknown) if todo else "nothing"
+        launches, cost = group_runs(todo), "nothing"
+        if todo:  # the cost model reads the stores once per build
+            self._costs = self._costs or CostModel(self.results_dir, fallbacks=[COMMITTED])
+            seconds, unknown = self._costs.total(cost_keys(todo))
+            cost = describe(build_seconds(seconds, len(launches)), unknown)
         self.echo(f"  {len(planned)} runs planned, {len(planned) - len(todo)} in the store, "
                   f"{len(todo)} to run ({self.profile.name} profile): {cost}")
         for launch in launches:
