@@ -124,6 +124,8 @@ EXPENSIVE = {
                                   "cells)"),
     "llc-bench tables --launcher": "a SLURM cluster",
     "llc-bench tables --dry-run": "plans every table of the full profile (about a minute)",
+    "llc-bench figures --dry-run": ("plans every figure of the full profile (about a minute; "
+                                    "tests/tables/test_figures.py plans two quick ones)"),
 }
 
 

@@ -12,11 +12,10 @@ from llc_bench import progress
 from llc_bench.errors import ResultsError
 from llc_bench.store.costs import CostModel, build_seconds, describe
 from llc_bench.store.results import ResultsStore, read_record
-from llc_bench.tables.execute import ExecReport, Executor, group_runs
+from llc_bench.tables.execute import COMMITTED, ExecReport, Executor, cost_keys, group_runs
 from llc_bench.tables.spec import METRICS, RUN, load_table
 
 #: the committed store of a checkout: estimates for a fresh --results-dir
-COMMITTED = Path(__file__).resolve().parents[2] / "results"
 
 
 @dataclass
@@ -175,14 +174,6 @@ def _estimate_line(totals: _Totals, planning: float) -> str:
             f"~{totals.seconds:.0f} s, process starts ~{seconds - totals.seconds - planning:.0f}"
             f" s, planning ~{planning:.0f} s: {describe(seconds, totals.unknown)} "
             f"({seconds:.0f} s)")
-
-
-
-
-def cost_keys(runs) -> list[tuple]:
-    """(model preset, dataset config, training-row cap) of each run, for the cost model."""
-    return [(r.overrides["model"], r.overrides["dataset"],
-             (r.config.get("dataset") or {}).get("max_train")) for r in runs]
 
 
 def _not_run(plan, todo, allow_offline: bool) -> dict[str, int]:

@@ -56,6 +56,16 @@ class ExecReport:
     logs: list = field(default_factory=list)
 
 
+#: the committed results store: the cost model's fallback for pairs the build's store lacks
+COMMITTED = Path(__file__).resolve().parents[2] / "results"
+
+
+def cost_keys(runs) -> list[tuple]:
+    """(model preset, dataset config, training-row cap) of each run, for the cost model."""
+    return [(r.overrides["model"], r.overrides["dataset"],
+             (r.config.get("dataset") or {}).get("max_train")) for r in runs]
+
+
 def group_runs(runs: Iterable[RunPlan]) -> list[Launch]:
     """Cartesian groups: seeds per config, then datasets, then models."""
     def rest(run, drop):

@@ -202,8 +202,7 @@ class FigureBuilder:
         """A dry run's lines for one figure, as ``tables --dry-run`` says a table's: the
         runs planned, in the store and to run with their estimate, then each launch."""
         from llc_bench.store.costs import CostModel, build_seconds, describe
-        from llc_bench.tables.build import COMMITTED, cost_keys
-        from llc_bench.tables.execute import group_runs
+        from llc_bench.tables.execute import COMMITTED, cost_keys, group_runs
 
         launches, cost = group_runs(todo), "nothing"
         if todo:  # the cost model reads the stores once per build
