@@ -1157,30 +1157,22 @@ def _optimize(study, settings, make, space, parts, deadline,
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
-    asked, full = 0, False
-
-    def ask():
-        nonlocal asked
-        if limit is not None and asked >= limit:
-            return None
-        asked += 1
-        return study.ask()
+    full = False
 
     def tell(trial, state: str, score, error) -> None:
         nonlocal full
         if error is not None:
             trial.set_user_attr("fail_reason", f"{type(error).__name__}: {error}"[:200])
         study.tell(trial, score, state=optuna.trial.TrialState[state])
-        objective.study = study
         objective.stop_on_budget()
         patience(score)
-        # the study holds `limit` trials, every process's counted
+        # the study holds `limit` trials, every process's counted (this one's among them)
         full = limit is not None and len(study.get_trials(deepcopy=False)) >= limit
 
     def stop() -> bool:
         return patience.stopped or objective.halted or full
 
-    run_trials(ask, objective, tell, stop=stop, catch=CATCH)
+    run_trials(study.ask, objective, tell, stop=stop, catch=CATCH)
     if patience.stopped or objective.stopped_by:
         return objective.records, objective.stopped_by or "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit

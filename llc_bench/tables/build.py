@@ -15,8 +15,6 @@ from llc_bench.store.results import ResultsStore, read_record
 from llc_bench.tables.execute import COMMITTED, ExecReport, Executor, cost_keys, group_runs
 from llc_bench.tables.spec import METRICS, RUN, load_table
 
-#: the committed store of a checkout: estimates for a fresh --results-dir
-
 
 @dataclass
 class Build:

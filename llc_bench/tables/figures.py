@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from llc_bench.store.costs import CostModel, build_seconds, describe, fit_seconds
 from llc_bench.store.results import ResultsStore
+from llc_bench.tables.execute import COMMITTED, cost_keys, group_runs
 from llc_bench.tables.spec import METRICS, Profile, preset_exists, tables_config
 
 
@@ -201,9 +203,6 @@ class FigureBuilder:
     def _say_plan(self, planned: set, todo: list) -> None:
         """A dry run's lines for one figure, as ``tables --dry-run`` says a table's: the
         runs planned, in the store and to run with their estimate, then each launch."""
-        from llc_bench.store.costs import CostModel, build_seconds, describe
-        from llc_bench.tables.execute import COMMITTED, cost_keys, group_runs
-
         launches, cost = group_runs(todo), "nothing"
         if todo:  # the cost model reads the stores once per build
             self._costs = self._costs or CostModel(self.results_dir, fallbacks=[COMMITTED])
@@ -322,8 +321,6 @@ class FigureBuilder:
         30 trials or the counted budget, ``tune.budget_rows``; a diamond), and the released
         C++ LL-SVM's measured points (``peer``: the JSON ``scripts/bench_llsvm.py --peer``
         writes)."""
-        from llc_bench.store.costs import fit_seconds
-
         one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))
         default = [DEFAULT_POINT] if spec.get("default_point") else []
