@@ -429,18 +429,27 @@ def _cached(store, key, output_dir, config, echo) -> dict:
     return record
 
 
-def _keeping_trial_anchors(config, ds, estimator, tuned: dict) -> dict:
+def _refit_keywords(config, ds, estimator, tuned: dict) -> dict:
     """The ``fit`` keywords of a selection's choice: fixed anchors from the chosen trial's
     training rows when it was scored on held-out rows (``tune.trial_anchors``, which
-    ``tune.resolve`` keeps for fixed-anchor models only); the report says so."""
+    ``tune.resolve`` keeps for fixed-anchor models only), and the dual CD init's pass cap
+    the trials ran under (``tune.choice_init_max_iter``, kept where the init is the dual CD
+    one); the report says so."""
     from llc_bench.models._base import TrialCache, takes_trial_cache
-    from llc_bench.selection.tune import trial_rows
+    from llc_bench.selection.tune import CHOICE_PASS_CAP, trial_rows
 
-    rows = trial_rows(config, ds.X_train, ds.y_train)
-    if rows is None or not takes_trial_cache(type(estimator).fit):
+    if not takes_trial_cache(type(estimator).fit):
         return {}
-    tuned["anchor_rows"] = int(len(rows))
-    return {"trial_cache": TrialCache(memo=False, anchor_rows=(rows, len(ds.y_train)))}
+    rows = trial_rows(config, ds.X_train, ds.y_train)
+    cap = config["tune"].get(CHOICE_PASS_CAP)
+    if rows is None and cap is None:
+        return {}
+    if rows is not None:
+        tuned["anchor_rows"] = int(len(rows))
+    if cap is not None:
+        tuned["choice_init_max_iter"] = int(cap)
+    return {"trial_cache": TrialCache(memo=False, pass_cap=cap, anchor_rows=(
+        None if rows is None else (rows, len(ds.y_train))))}
 
 
 def _run(config, key, seed, estimator, store, output_dir, echo, window=None) -> dict:
@@ -523,7 +532,7 @@ def _select(config, ds, jit: dict, echo) -> tuple:
     with jit_compile_timer(jit, "jit_compile_tune"):
         chosen, tuned = select(config, ds.X_train, ds.y_train, build_estimator, echo=echo)
     estimator = build_estimator(with_params(config, chosen))
-    return estimator, tuned, _keeping_trial_anchors(config, ds, estimator, tuned)
+    return estimator, tuned, _refit_keywords(config, ds, estimator, tuned)
 
 
 def _fit_info(config, estimator, n_train: int, tuned) -> dict:

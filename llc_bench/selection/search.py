@@ -32,7 +32,8 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   Optuna's sampler asked for each setting and told its end), as the estimators' own grid
   CVs do;
 * fits the trials with ``trial_params`` over the estimator's own setting (cheaper fits of
-  the same model: ML3's CCCP iterations) and the choice with its own;
+  the same model: ML3's CCCP iterations) and the choice with its own, its dual CD init
+  capped as the trials' were (``choice_init_max_iter``);
 * lets the trials share what they can (one :class:`~llc_bench.models._base.TrialCache` per
   study, passed to the ``fit`` and ``predict`` of an estimator that takes it): the k-means
   anchors and neighbour searches of trials with the same m and k, and (``warm_start``) the
@@ -132,8 +133,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         trial's duals.
     eta0_walk : bool, default=True
         A trial's η0 calibration walks from the previous trial's η0.
-    init_max_iter : int or None, default=100
+    init_max_iter : int or None, default=30
         A trial's dual CD init stops after this many passes (None: its own cap).
+    choice_init_max_iter : int or None, default=30
+        The refit's dual CD init stops after this many passes too: the choice fitted as its
+        trials were scored (None: its own cap, 1000).
     calibration_repeats : int or None, default=1
         A trial's η0 calibration averages this many seeded subsamples (None: the fit's
         own, 2).
@@ -189,6 +193,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "warm_start": ["boolean"],
         "eta0_walk": ["boolean"],
         "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "choice_init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "calibration_repeats": [Interval(Integral, 1, None, closed="left"), None],
         "trial_params": [dict, None],
         "fixed_first": ["boolean"],
@@ -203,8 +208,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
-                 init_max_iter=100, calibration_repeats=1, trial_params=None, fixed_first=True,
-                 workers=1, refit=True, random_state=0):
+                 init_max_iter=30, choice_init_max_iter=30, calibration_repeats=1,
+                 trial_params=None, fixed_first=True, workers=1, refit=True, random_state=0):
         self.estimator = estimator
         self.space = space
         self.trials = trials
@@ -222,6 +227,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.eta0_walk = eta0_walk
         self.init_max_iter = init_max_iter
+        self.choice_init_max_iter = choice_init_max_iter
         self.calibration_repeats = calibration_repeats
         self.trial_params = trial_params
         self.fixed_first = fixed_first
@@ -255,10 +261,19 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         else:
             self._staged(X, y, space, stages, declared)
         if self.refit:
-            self.best_estimator_ = clone(self.estimator).set_params(
-                **self.best_params_).fit(X, y)
+            self.best_estimator_ = clone(self.estimator).set_params(**self.best_params_)
+            self.best_estimator_.fit(X, y, **self._refit_kw(self.best_estimator_))
             self.classes_ = self.best_estimator_.classes_
         return self
+
+    def _refit_kw(self, estimator) -> dict:
+        """``trial_cache=`` for a refit that takes it: the init's pass cap
+        (``choice_init_max_iter``), nothing shared with the trials."""
+        from llc_bench.models._base import TrialCache, takes_trial_cache
+
+        if self.choice_init_max_iter is None or not takes_trial_cache(type(estimator).fit):
+            return {}
+        return {"trial_cache": TrialCache(memo=False, pass_cap=self.choice_init_max_iter)}
 
     def _declared(self) -> dict:
         name = getattr(self.estimator, "search_space", None)

@@ -54,6 +54,10 @@ RESULT_KEYS = ("trials", "budget_s", "folds", "holdout", "holdout_min_rows", "ke
 # a number), so a selection with them off (false; null) keeps its key of before.
 CHEAPER_TRIALS = ("warm_start", "eta0_walk")
 PASS_CAP = "init_max_iter"
+# The fit of the choice's dual CD init passes: the cap the trials' inits ran under, so the
+# choice is fitted as it was scored (null: its own cap, 1000, as selections before it were
+# keyed).  In the cache key where the run's init is the dual CD one, and set.
+CHOICE_PASS_CAP = "choice_init_max_iter"
 # The trials' η0 calibration averaged over this many seeded subsamples (null: the fit's own).
 CALIBRATION = "calibration_repeats"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
@@ -155,7 +159,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, CALIBRATION, SIMPLER, "budget_fits",
+    for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, "budget_fits",
                 "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
@@ -184,6 +188,9 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     if get_dotted(config, "coding.n_anchors") is None or get_dotted(config,
                                                                    "trainer.learn_anchors"):
         settings.pop(REFIT, None)
+    if not (get_dotted(config, "trainer.init") == "liblinear"
+            and get_dotted(config, "trainer.init_solver") == "dual_cd"):
+        settings.pop(CHOICE_PASS_CAP, None)
     config["tune"] = {**settings, "space": space}
     return config
 
@@ -264,9 +271,10 @@ def _check_settings(s: dict) -> None:
     repeats = s.get(CALIBRATION)
     if repeats is not None and (type(repeats) is not int or repeats < 1):
         bad(CALIBRATION, "an integer >= 1 or null (the fit's own)")
-    cap = s.get(PASS_CAP)
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        bad(PASS_CAP, "an integer >= 1 or null (the init's own cap)")
+    for key in (PASS_CAP, CHOICE_PASS_CAP):
+        cap = s.get(key)
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            bad(key, "an integer >= 1 or null (the init's own cap)")
     rungs = s.get("rungs", 1)
     if isinstance(rungs, bool) or not isinstance(rungs, int) or rungs < 1:
         bad("rungs", "an integer >= 1")

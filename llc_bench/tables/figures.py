@@ -334,7 +334,8 @@ class FigureBuilder:
                     elif b is not None:  # the budget alone ends the selection
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
                              "tune.budget_rows": None, "tune.calibration_repeats": None,
-                             "tune.trial_params": {}}
+                             "tune.trial_params": {}, "tune.init_max_iter": 100,
+                             "tune.choice_init_max_iter": None}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

@@ -159,3 +159,17 @@ def test_bad_searches_are_one_line_errors(search, message):
     with pytest.raises(ValueError, match=message) as err:
         search.fit(X, y)
     assert "\n" not in str(err.value)
+
+
+def test_search_cv_refits_the_choice_under_its_trials_init_pass_cap():
+    """choice_init_max_iter=N: the refit's dual CD init stops after N passes, as the trials'
+    did (init_max_iter); None: its own cap."""
+    X, y = _xor(300, 1)
+    common = dict(space={"k": [4, 8]}, trials=2, budget_s=None, init_max_iter=3)
+    capped = SearchCV(LLSVMClassifier(lambda_=1e-7, random_state=0), **common,
+                      choice_init_max_iter=3).fit(X, y)
+    assert capped.best_estimator_.fit_info_["init"]["iterations"] == [3]
+    own = SearchCV(LLSVMClassifier(lambda_=1e-7, random_state=0), **common,
+                   choice_init_max_iter=None).fit(X, y)
+    assert own.best_estimator_.fit_info_["init"]["iterations"][0] > 3
+    assert "max_iter" not in own.best_estimator_.fit_info_["init"]

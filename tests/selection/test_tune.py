@@ -971,6 +971,7 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
         config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
                              "tune.budget_s=null", "tune.keep_default_se=0",
                              "tune.calibration_repeats=null",  # trials with a best of m > 1
+                             "tune.init_max_iter=100",
                              f"tune.simpler_se={se or 'null'}", tmp_path=tmp_path)
         config = prepare_config(config)
         assert ("simpler_se" in config["tune"]) is (se is not None)
@@ -1061,12 +1062,39 @@ def test_the_choice_rules_enter_a_key_only_where_they_act(tmp_path):
     """simpler_se where the space orders capacity (llsvm, not sapl or ml3); trial_anchors
     where k-means places anchors that SGD does not move (llsvm, not sapl, jo or ml3): the
     other models' selections keep the cache keys they had without the rules."""
-    acting = {"llsvm": {"simpler_se", "trial_anchors"}, "sapl": set(), "jo": set(),
-              "ml3": set()}
+    cap = "choice_init_max_iter"  # where the fit's init is the dual CD one
+    acting = {"llsvm": {"simpler_se", "trial_anchors", cap}, "sapl": {cap}, "jo": {cap},
+              "ml3": set(), "kernel": set()}
     for model, keys in acting.items():
         config = prepare_config(compose_run(f"model={model}", "dataset=ringnorm", "tune=on",
                                             tmp_path=tmp_path))
-        assert {"simpler_se", "trial_anchors"} & set(config["tune"]) == keys, model
+        assert {"simpler_se", "trial_anchors", cap} & set(config["tune"]) == keys, model
+    config = prepare_config(compose_run("model=llsvm", "dataset=ringnorm", "tune=on",
+                                        "trainer.init_solver=l2_hinge", tmp_path=tmp_path))
+    assert cap not in config["tune"]
+
+
+def test_the_choice_is_fitted_under_its_trials_init_pass_cap(files):
+    """tune.choice_init_max_iter=N: the fit of the chosen setting on all rows stops its dual
+    CD init after N passes, as its trials did (the record says so); null: its own cap, and
+    the selection's cache key of before.  A bad value is one line naming the key."""
+    train, test, tmp = files
+    common = ("dataset=file", f"dataset.train={train}", f"dataset.test={test}", "tune=on",
+              "tune.trials=2", "tune.budget_s=null", "model=llsvm", "trainer.lambda_=1e-7",
+              "tune.init_max_iter=3")
+    capped = _run(tmp, *common, "tune.choice_init_max_iter=3")
+    assert capped["tune"]["choice_init_max_iter"] == 3
+    assert capped["fit_info"]["init"]["max_iter"] == 3
+    assert capped["fit_info"]["init"]["iterations"] == [3]
+    own = _run(tmp, *common, "tune.choice_init_max_iter=null")
+    assert "choice_init_max_iter" not in own["tune"]
+    assert "max_iter" not in own["fit_info"]["init"]
+    assert own["fit_info"]["init"]["iterations"][0] > 3
+    assert capped["config_hash"] != own["config_hash"]
+    assert "choice_init_max_iter" not in own["config"]["tune"]
+    for bad, shown in (("0", "0"), ("2.5", "2.5"), ("false", "False")):
+        with pytest.raises(ConfigError, match=f"tune.choice_init_max_iter={shown}: expected"):
+            resolve(compose_run(*common, f"tune.choice_init_max_iter={bad}", tmp_path=tmp))
 
 
 def test_occ_s_intercept_is_searched_where_eq9_cannot_separate(tmp_path):
