@@ -77,6 +77,20 @@ def estimator_class(trainer) -> type:
     return cls
 
 
+def preset_class(cls: type, model: str | None) -> type:
+    """The class of model preset ``model`` whose trainer's estimator is ``cls``: the public
+    subclass ``cls``'s module defines for it (its ``search_space`` is the preset's name:
+    ``sapl`` is SAPLClassifier, the same parameters under the preset's defaults), so that
+    ``SearchCV`` of the estimator searches the space a run of the preset does; else ``cls``."""
+    module = sys.modules[cls.__module__]
+    for name, sub in sorted(vars(module).items()):
+        if (isinstance(sub, type) and issubclass(sub, cls) and sub is not cls
+                and not name.startswith("_") and sub.__module__ == cls.__module__
+                and model is not None and sub.__dict__.get("search_space") == model):
+            return sub
+    return cls
+
+
 def _coding_class(coding: Mapping, name: str) -> type | None:
     """The class ``coding._target_`` (else the shipped coding ``name``) names, None for
     none; a local coding's class must carry that name (``LocalCoding.name``)."""
@@ -130,7 +144,7 @@ def build_estimator(config: Mapping):
     """The estimator a resolved run config describes (``trainer`` + ``coding`` + ``seed``)."""
     trainer = dict(config["trainer"])
     coding = dict(config.get("coding") or {"name": "none"})
-    cls = estimator_class(trainer)
+    cls = preset_class(estimator_class(trainer), (config.get("model") or {}).get("name"))
     name = trainer.pop("name", None)
     trainer.pop(targets.KEY, None)
     known = set(cls().get_params())

@@ -17,7 +17,7 @@ import re
 from importlib.resources import files
 
 from llc_bench.errors import ConfigError, did_you_mean
-from llc_bench.experiment.runner import BUILT_IN_CODINGS, _show, estimator_class
+from llc_bench.experiment.runner import BUILT_IN_CODINGS, _show, estimator_class, preset_class
 
 _CITATION = re.compile(r"\(([^()]*(?:\b(?:19|20)\d\d\b|\bet al\.)[^()]*)\)")
 _SENTENCE_END = re.compile(r"(?<!\bal)(?<!\be\.g)(?<!\bi\.e)\.(?:\s+(?=[A-Z(`])|\s*$)")
@@ -83,8 +83,10 @@ def one_line(text: str, width: int = 110) -> str:
 
 def doc_parameters(cls) -> dict[str, str]:
     """``{parameter: the first sentence of its description}`` from the numpydoc
-    ``Parameters`` section of ``cls``'s docstring (empty when it has none)."""
-    lines = (inspect.getdoc(cls) or "").splitlines()
+    ``Parameters`` section of ``cls``'s docstring, else of the nearest base class's that
+    has one (SAPLClassifier: "Same parameters as LLSVMClassifier"; empty when none has)."""
+    docs = (inspect.getdoc(c) or "" for c in cls.__mro__ if c.__doc__)
+    lines = next((d for d in docs if "\nParameters\n" in d), "").splitlines()
     try:
         start = next(i for i, line in enumerate(lines[:-1])
                      if line.strip() == "Parameters" and set(lines[i + 1].strip()) == {"-"})
@@ -142,7 +144,7 @@ def preset_info(name: str) -> dict:
              for group in ("model", "trainer", "coding")}
     headers = {group: header(text) for group, text in texts.items()}
     trainer, coding = dict(config["trainer"]), dict(config.get("coding") or {})
-    cls = estimator_class(trainer["name"])
+    cls = preset_class(estimator_class(trainer["name"]), name)
     documented = doc_parameters(cls)
     comments = {f"{group}.{key}": comment for group in ("coding", "trainer")
                 for source in (yaml_comments(texts["model"], group), yaml_comments(texts[group]))
@@ -179,7 +181,9 @@ def from_preset(model: str, dataset: str | None = None, *overrides: str, seed: i
     preset (``conf/tuned/<model>_<dataset>.yaml``) when there is one, then ``overrides``
     (``"trainer.lambda_=1e-5"``, ``"coding.n_anchors=20"``).  The data's preprocessing
     (scaling) is the dataset's, not the estimator's: load it with
-    ``llc_bench.data.load_dataset(dataset)``."""
+    ``llc_bench.data.load_dataset(dataset)``.  Its class is the preset's own where the
+    package has one (``sapl``: SAPLClassifier), else its trainer's: ``SearchCV(estimator,
+    space=model)`` then searches as the run does."""
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 

@@ -49,7 +49,9 @@ A space maps a parameter to a dimension: a list of choices, a Hydra sweep string
 (``"tag(log, interval(1e-7, 1e-1))"``, ``"choice(1, 4, 8)"``, ``"range(1, 9)"``), or a parsed
 dimension (``{"kind": "float", "low": 1e-7, "high": 0.1, "log": True}``).  ``space=None``
 takes the estimator's declared space (``conf/search/<name>.yaml`` for its class's
-``search_space`` name), its keys read as the estimator's parameters.
+``search_space`` name), its keys read as the estimator's parameters; ``space="<preset>"``
+a model preset's (the estimator of ``from_preset("llsvm_soft")`` is an LLSVMClassifier:
+``space="llsvm_soft"`` searches as ``llc-bench run model=llsvm_soft`` does).
 """
 
 from __future__ import annotations
@@ -86,9 +88,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator
         A classifier with ``fit`` and ``predict``; its own setting is the first trial.
-    space : dict or None, default=None
+    space : dict, str or None, default=None
         Parameter name -> dimension (a list of choices, a Hydra sweep string or a parsed
-        dimension); None: the estimator's declared space.
+        dimension); a model preset's name: its declared space (its stages and settings
+        too); None: the estimator's declared space.
     trials : int or None, default=30
         At most this many trials (None: no limit; then a budget must be set).
     budget_s : float or None, default=None
@@ -115,7 +118,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         The trials' splits are drawn from a stratified subsample of at most this many
         training rows (the refit uses all): for a model whose fit costs grow faster than its
         rows, as the kernel SVM's. None: the declared space's ``search.cv_max_rows`` when
-        ``space`` is None, else all rows.
+        ``space`` is not a dict, else all rows.
     rungs : int, default=1
         > 1: the held-out fraction is scored after training on 1/3^(rungs-1), ..., 1/3,
         all of the other rows, a poor setting pruned on few rows.
@@ -145,9 +148,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         The trials' fits take these parameters over the estimator's (a cheaper fit of the
         same model, as fewer CCCP iterations: the fidelity the trials rank settings at);
         the refit keeps the estimator's own.  None: the declared space's
-        ``search.trial_params`` when ``space`` is None, else none.
+        ``search.trial_params`` when ``space`` is not a dict, else none.
     fixed_first : bool, default=True
-        With ``space=None``, a model whose declared space has ``search.fixed_first``
+        With a declared space (``space`` not a dict), one with ``search.fixed_first``
         (learned anchors: LLC-SAPL, LLC-JO) is searched in its two stages: the other keys
         with the anchors fixed (cheap fits), then the anchor step with that choice.
     workers : int, default=1
@@ -177,7 +180,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
-        "space": [dict, None],
+        "space": [dict, str, None],
         "trials": [Interval(Integral, 1, None, closed="left"), None],
         "budget_s": [Interval(Real, 0, None, closed="neither"), None],
         "budget_fits": [Interval(Real, 0, None, closed="neither"), None],
@@ -243,7 +246,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                              "None: give at least one")
         X, y = validate_data(self, X, y, accept_sparse=("csr",), dtype=np.float64)
         check_classification_targets(y)
-        space = self._declared() if self.space is None else self.space
+        space = self.space if isinstance(self.space, dict) else self._declared()
         space = {key: dimension(key, spec) for key, spec in space.items()}
         own = self.estimator.get_params()
         for what, keys in (("space key", space), ("trial_params key", self.trial_params or {})):
@@ -275,8 +278,18 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             return {}
         return {"trial_cache": TrialCache(memo=False, pass_cap=self.choice_init_max_iter)}
 
+    def _space_name(self) -> str | None:
+        """The declared space searched: ``space`` where it names one, else the estimator's
+        (its class's ``search_space``)."""
+        if isinstance(self.space, str):
+            if self.space not in declared_names():
+                raise ValueError(f"SearchCV: space={self.space!r} names no declared space "
+                                 f"(one of: {', '.join(declared_names())})")
+            return self.space
+        return getattr(self.estimator, "search_space", None)
+
     def _declared(self) -> dict:
-        name = getattr(self.estimator, "search_space", None)
+        name = self._space_name()
         space = declared_space(name) if name else None
         if not space:
             raise ValueError(f"SearchCV: {type(self.estimator).__name__} declares no search "
@@ -285,9 +298,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def _declared_stages(self, space: Mapping) -> dict | None:
         """The declared space's ``search.fixed_first`` in parameter names, when ``space``
-        is None, ``fixed_first`` is on and the stages split the searched keys."""
-        name = getattr(self.estimator, "search_space", None)
-        if self.space is not None or not self.fixed_first or not name:
+        is not a dict, ``fixed_first`` is on and the stages split the searched keys."""
+        name = self._space_name()
+        if isinstance(self.space, dict) or not self.fixed_first or not name:
             return None
         stages = declared_stages(name)
         if stages is None:
@@ -324,9 +337,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.n_splits_ = two.n_splits_
 
     def _declared_option(self, key: str):
-        """``search.<key>`` of the declared space, when ``space`` is None and ``key`` is."""
-        name = getattr(self.estimator, "search_space", None)
-        if self.space is not None or getattr(self, key) is not None or not name:
+        """``search.<key>`` of the declared space, when ``space`` is not a dict and ``key``
+        is None."""
+        name = self._space_name()
+        if isinstance(self.space, dict) or getattr(self, key) is not None or not name:
             return None
         value = declared_option(name, key)
         if isinstance(value, dict):  # dotted config keys -> the estimator's parameters
@@ -685,6 +699,12 @@ def declared_space(model: str, config_dirs=()) -> dict[str, dict] | None:
         if key in space:  # simpler_se's order: this key's rank, and which way is simpler
             space[key]["capacity"] = [rank, CAPACITY_ORDERS[order]]
     return space
+
+
+def declared_names() -> list[str]:
+    """The model presets that declare a space in the package's config (``space=`` names)."""
+    return sorted(p.stem for p in (_conf_dir() / "search").glob("*.yaml")
+                  if not p.stem.startswith("_"))
 
 
 def _search_file(model: str, config_dirs=()) -> Path | None:

@@ -98,6 +98,34 @@ def test_a_learned_anchor_model_is_searched_in_its_declared_stages(tmp_path):
     assert "stages" not in whole.report_ and "anchor_scale" in whole.best_params_
 
 
+def test_the_estimator_of_a_preset_is_searched_as_a_run_of_the_preset(tmp_path):
+    """from_preset("sapl") is a SAPLClassifier (the run builds it too), so SearchCV of it
+    runs sapl's two declared stages with select()'s trials and scores (an LLSVMClassifier
+    with sapl's parameters would search llsvm's space, every trial with learned anchors);
+    a preset without a class of its own is searched by name, space="llsvm_soft"."""
+    from llc_bench.models import JOClassifier, SAPLClassifier
+    from llc_bench.selection.presets import from_preset
+    from llc_bench.selection.search import declared_space
+
+    assert type(from_preset("sapl")) is SAPLClassifier and type(from_preset("jo")) is JOClassifier
+    assert type(from_preset("llsvm_soft")) is LLSVMClassifier
+    X, y = _xor(400, 5)
+    config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                        "tune.trials=3", tmp_path=tmp_path))
+    assert type(build_estimator(config)) is SAPLClassifier
+    _, report = select(config, X, y, build_estimator)
+    estimator = from_preset("sapl", seed=config["seed"])
+    assert estimator.get_params() == build_estimator(config).get_params()
+    search = SearchCV(estimator, trials=3, random_state=config["seed"], refit=False).fit(X, y)
+    for ours, theirs in zip(search.report_["stages"], report["stages"], strict=True):
+        assert [t["score"] for t in ours["trials"]] == [t["score"] for t in theirs["trials"]]
+    soft = SearchCV(from_preset("llsvm_soft"), space="llsvm_soft", trials=2,
+                    refit=False).fit(X, y)
+    assert set(soft.best_params_) == {key.rsplit(".", 1)[-1]
+                                      for key in declared_space("llsvm_soft")} != set(
+        SearchCV(from_preset("llsvm_soft"), trials=2, refit=False).fit(X, y).best_params_)
+
+
 def test_the_kernel_svm_s_declared_space_starts_from_scikit_learn_s_defaults():
     """KernelSVMClassifier's space is C and gamma_scale, tried first at C = 1 and
     gamma="scale"; a γ given as is leaves only C to search."""
@@ -153,6 +181,8 @@ def test_a_space_of_lists_strings_and_dimensions():
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, folds=1), "folds"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, cv_max_rows=5), "cv_max_rows"),
     (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
+    (SearchCV(LLSVMClassifier(), "../search/llsvm"), "space='../search/llsvm' names no "
+     "declared space"),
 ])
 def test_bad_searches_are_one_line_errors(search, message):
     X, y = _xor(60, 3)
