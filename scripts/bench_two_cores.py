@@ -155,7 +155,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     yardstick.MIRROR = args.mirror
-    load = os.getloadavg()[0]
+    load_at_start = os.getloadavg()[0]
     lines = ["| set | rows | model | fits | serial 1 (s) | serial 2 (s) | pairs (s) | "
              "serial 2 / serial 1 | pairs / serial 2 |", "|---|---|---|---|---|---|---|---|---|"]
     for name in args.sets.split(","):
@@ -168,7 +168,7 @@ def main(argv=None) -> None:
             print(lines[-1], flush=True)
     head = (f"{os.cpu_count()} cores, numba {numba.__version__} ({numba.threading_layer()} "
             f"layer, {numba.config.NUMBA_NUM_THREADS} threads), OMP_NUM_THREADS="
-            f"{os.environ.get('OMP_NUM_THREADS')}; load average {load:.2f} at the start, "
+            f"{os.environ.get('OMP_NUM_THREADS')}; load average {load_at_start:.2f} at the start, "
             f"{os.getloadavg()[0]:.2f} at the end; seed {args.seed}\n\n")
     text = head + "\n".join(lines) + "\n"
     if args.out is not None:
