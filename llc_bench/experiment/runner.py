@@ -82,11 +82,12 @@ def preset_class(cls: type, model: str | None) -> type:
     subclass ``cls``'s module defines for it (its ``search_space`` is the preset's name:
     ``sapl`` is SAPLClassifier, the same parameters under the preset's defaults), so that
     ``SearchCV`` of the estimator searches the space a run of the preset does; else ``cls``."""
-    module = sys.modules[cls.__module__]
-    for name, sub in sorted(vars(module).items()):
+    if model is None:
+        return cls
+    for name, sub in sorted(vars(sys.modules[cls.__module__]).items()):
         if (isinstance(sub, type) and issubclass(sub, cls) and sub is not cls
                 and not name.startswith("_") and sub.__module__ == cls.__module__
-                and model is not None and sub.__dict__.get("search_space") == model):
+                and sub.__dict__.get("search_space") == model):
             return sub
     return cls
 
