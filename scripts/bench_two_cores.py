@@ -58,8 +58,9 @@ def load(name: str, max_train: int):
 
 
 class Recorder:
-    """Every ``fit`` of ``cls`` while open: (the estimator's parameters, X, y, a fit of a
-    trial or not), the fit itself run as before."""
+    """Every ``fit`` of ``cls`` while open: (its class, the estimator's parameters, X, y, a
+    fit that two lanes would pair or not: a trial's, or one without a search's caches, as
+    the kernel SVM's; not the fit of the choice), the fit itself run as before."""
 
     def __init__(self, cls):
         self.cls, self.calls = cls, []
@@ -70,9 +71,9 @@ class Recorder:
         @functools.wraps(original)  # the same signature: the search hands its caches
         def fit(est, X, y, **kw):
             cache = kw.get("trial_cache")
-            trial = cache is not None and (cache.eta0_walk is not None
-                                           or cache.warm_duals is not None)
-            calls.append((type(est), est.get_params(deep=False), X, y, trial, kw))
+            paired = cache is None or (cache.eta0_walk is not None
+                                       or cache.warm_duals is not None)
+            calls.append((type(est), est.get_params(deep=False), X, y, paired, kw))
             return original(est, X, y, **kw)
 
         self.original = original
@@ -102,30 +103,23 @@ def recorded_fits(model: str, X, y, seed: int):
     return rec.calls
 
 
-def lane_caches():
-    from llc_bench.models._base import TrialCache
-
-    return [TrialCache(warm_start=True, eta0_walk=True, pass_cap=30, calibration_repeats=1)
-            for _ in range(2)]
-
-
 def replay(calls, mode: str) -> float:
     """Seconds to run ``calls`` again in ``mode`` (module docstring)."""
     from llc_bench.models._base import TrialCache
 
-    caches = lane_caches()
+    caches = [TrialCache(warm_start=True, eta0_walk=True, pass_cap=30, calibration_repeats=1)
+              for _ in range(2)]  # two lanes, each its own η0 walk and warm duals
 
     def job(i, call, threads):
-        cls, params, X, y, trial, kw = call
+        cls, params, X, y, paired, kw = call
         numba.set_num_threads(threads)
-        est = cls(**params)
         if "trial_cache" in kw:
-            kw = {"trial_cache": caches[i % 2] if trial else TrialCache(
+            kw = {"trial_cache": caches[i % 2] if paired else TrialCache(
                 memo=False, pass_cap=30)}
-        est.fit(X, y, **kw)
+        cls(**params).fit(X, y, **kw)
 
-    trials = [c for c in calls if c[4] or "trial_cache" not in c[5]]
-    rest = [c for c in calls if not (c[4] or "trial_cache" not in c[5])]
+    trials = [c for c in calls if c[4]]
+    rest = [c for c in calls if not c[4]]
     every = numba.config.NUMBA_NUM_THREADS
     start = time.perf_counter()
     if mode == "pairs":
