@@ -108,7 +108,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         many: a budget the same on any machine that follows the problem's size, stated in
         the report as a multiple of one fit on a split's training rows: the default, 30
         trials up to about 22,000 rows, 13.3 on 50,000 (None: no limit).
-    folds : int, default=5
+    folds : int, default=3
         Stratified CV folds below ``holdout_min_rows`` rows.
     holdout : float, default=0.25
         The stratified held-out fraction from ``holdout_min_rows`` rows on.
@@ -207,7 +207,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
 
     def __init__(self, estimator, space=None, *, trials=30, budget_s=None, budget_fits=None,
                  budget_rows=500_000,
-                 folds=5,
+                 folds=3,
                  holdout=0.25, holdout_min_rows=2000, cv_max_rows=None, rungs=1,
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,

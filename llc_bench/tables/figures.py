@@ -331,11 +331,12 @@ class FigureBuilder:
                     o = _run_overrides(spec, d, over)
                     if b == DEFAULT_POINT:  # the selection a user's own data gets
                         o = {**o, "tune": "on"}
-                    elif b is not None:  # the budget alone ends the selection
+                    elif b is not None:  # the budget alone ends the selection, in the
+                        # procedure its points were measured with (their keys)
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
                              "tune.budget_rows": None, "tune.calibration_repeats": None,
                              "tune.trial_params": {}, "tune.init_max_iter": 100,
-                             "tune.choice_init_max_iter": None}
+                             "tune.choice_init_max_iter": None, "tune.folds": 5}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

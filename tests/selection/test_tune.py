@@ -61,16 +61,16 @@ def test_own_files_are_tuned_by_default_and_the_record_holds_the_trials(files):
                   "model=llsvm", "tune=auto", *SMALL, echo=lines.append)
     tune = record["tune"]
     assert tune["n_trials"] == 6 and len(tune["trials"]) == 6
-    assert tune["protocol"] == "5-fold" and tune["rows"] == 400
+    assert tune["protocol"] == "3-fold" and tune["rows"] == 400
     # every dimension but the anchor rule, searched with more than two classes only
     assert set(tune["chosen"]) == set(search_space("llsvm")) - {"coding.anchor_method"}
     # the model's own setting is the first trial; the choice is the best validation score
     assert tune["trials"][0]["params"]["coding.n_anchors"] == 100
-    best = max(t["score"] for t in tune["trials"] if t["folds_scored"] == 5)
+    best = max(t["score"] for t in tune["trials"] if t["folds_scored"] == 3)
     assert tune["validation_accuracy"] == pytest.approx(best)
     assert record["timings"]["tune"] == pytest.approx(tune["seconds"])
     assert record["config"]["tune"]["trials"] == 6
-    assert any(line.startswith("tune    6 trials (5-fold on 400") for line in lines)
+    assert any(line.startswith("tune    6 trials (3-fold on 400") for line in lines)
     assert "(+ tune " in lines[-1] and "(tuned)" in "\n".join(lines)
     # the final model is the chosen setting, fitted on all training rows
     size = record["model_size"]
@@ -126,7 +126,7 @@ def _sleeper(config):
 
 
 def test_budget_is_respected(tmp_path):
-    """tune.budget_s=2 over fits of 0.1 s (5 folds): stopped by the budget, within 20 % of
+    """tune.budget_s=2 over fits of 0.1 s (3 folds): stopped by the budget, within 20 % of
     it, after several trials."""
     X, y = _xor(600, 0)
     config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
@@ -148,7 +148,7 @@ def test_two_workers_keep_the_budget(tmp_path):
     assert report["stopped_by"] == "budget" and report["n_trials"] >= 1
     assert report["seconds"] <= 2 + longest + 1.5
     numbers = [t["number"] for t in report["trials"]]
-    assert numbers == sorted(set(numbers)) and report["trials"][0]["folds_scored"] == 5
+    assert numbers == sorted(set(numbers)) and report["trials"][0]["folds_scored"] == 3
 
 
 def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
@@ -172,7 +172,7 @@ def test_many_trials_without_a_budget_say_first_what_they_may_cost(tmp_path):
     parts = _splits(X, y, many["tune"], 0)[1]
     text = cost_warning(many, parts)
     assert text.startswith("tune.trials=100 with no budget (tune.budget_rows=null): 100 "
-                           "trials of 5 fit(s) on 240 rows, up to ~") and "llsvm on banana" in text
+                           "trials of 3 fit(s) on 200 rows, up to ~") and "llsvm on banana" in text
     assert "tune.budget_rows=N" in text
     unknown = {**many, "dataset": {**many["dataset"], "name": "nosuch"}}
     assert "no estimate (no stored run of llsvm on nosuch)" in cost_warning(unknown, parts)
@@ -585,7 +585,7 @@ def test_preset_keys_search_only_what_the_preset_set(tmp_path, capsys):
 
     out = tmp_path / "llsvm_banana.yaml"
     main(["tune", "llsvm", "banana", "--preset-keys", "tune.trials=3", "tune.budget_s=null",
-          "dataset.max_train=300", "--out", str(out)])
+          "tune.folds=5", "dataset.max_train=300", "--out", str(out)])
     text = out.read_text()
     assert "--preset-keys" in text and "Space: conf/search/llsvm.yaml (trainer.lambda_), the " \
         "keys the hand preset set" in text, text
@@ -626,7 +626,7 @@ def test_the_defaults_are_kept_unless_clearly_beaten(tmp_path):
                              f"tune.keep_default_se={se}", "tune.simpler_se=null",
                              tmp_path=tmp_path)
         runs[se] = select(prepare_config(config), X, y, build_estimator)[1]
-    best = max((t for t in runs[0]["trials"] if t["folds_scored"] == 5),
+    best = max((t for t in runs[0]["trials"] if t["folds_scored"] == 3),
                key=lambda t: t["score"])
     assert runs[0]["chosen"] == best["params"] and not runs[0]["kept_default"]
     # an absurd margin: nothing beats the defaults (trial 0) by it
@@ -657,7 +657,7 @@ def test_two_workers_share_one_study(tmp_path):
     numbers = [t["number"] for t in report["trials"]]
     assert report["workers"] == 2 and len(numbers) == len(set(numbers)) >= 8
     assert report["trials"][0]["params"]["coding.n_anchors"] == 100   # the defaults
-    best = max((t for t in report["trials"] if t["folds_scored"] == 5),
+    best = max((t for t in report["trials"] if t["folds_scored"] == 3),
                key=lambda t: (t["score"], -t["number"]))
     assert chosen == best["params"] and report["stopped_by"] == "trials"
 
@@ -773,7 +773,7 @@ def test_trials_that_differ_in_lambda_share_the_neighbours_and_warm_start_the_in
         assert ("warm_start" in config["tune"]) is expect_warm
         _, report = select(config, X, y, build_estimator)
         assert report["n_complete"] >= 2 and report["n_trials"] == 4
-        assert len(searches) == 2 * 5  # 5 folds' training and validation rows, once each
+        assert len(searches) == 2 * 3  # 3 folds' training and validation rows, once each
         assert any(warm) is expect_warm and warm[0] is False
 
 
@@ -802,7 +802,7 @@ def test_the_trials_memos_save_k_means_and_change_no_number(tmp_path, monkeypatc
         runs.append((chosen, [(t["params"], t["score"], t["folds_scored"])
                               for t in report["trials"]], len(kmeans)))
     assert runs[0][:2] == runs[1][:2]
-    assert runs[0][2] == 5 < runs[1][2]  # 5 folds' training rows, k-means once each
+    assert runs[0][2] == 3 < runs[1][2]  # 3 folds' training rows, k-means once each
 
 
 def _calibrations(monkeypatch) -> list:
@@ -836,7 +836,7 @@ def test_trials_after_the_first_walk_their_eta0_grid(tmp_path, monkeypatch):
         assert ("eta0_walk" in config["tune"]) is expect
         select(config, X, y, build_estimator)
         walked = ["walked" in info["method"] for info in infos]
-        assert len(walked) >= 3 * 5 - 4 and walked[0] is False  # pruned folds aside
+        assert len(walked) >= 3 * 3 - 4 and walked[0] is False  # pruned folds aside
         assert all(walked[1:]) is expect and any(walked) is expect
         build_estimator(config).fit(X, y)
         assert "walked" not in infos[-1]["method"]
@@ -971,7 +971,7 @@ def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
         config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=8",
                              "tune.budget_s=null", "tune.keep_default_se=0",
                              "tune.calibration_repeats=null",  # trials with a best of m > 1
-                             "tune.init_max_iter=100",
+                             "tune.init_max_iter=100", "tune.folds=5",
                              f"tune.simpler_se={se or 'null'}", tmp_path=tmp_path)
         config = prepare_config(config)
         assert ("simpler_se" in config["tune"]) is (se is not None)
@@ -1215,8 +1215,8 @@ class _Jittery(_Sleeper):
 
 def test_a_budget_in_fits_is_the_same_choice_under_any_load():
     """budget_fits counts fits, not seconds: with fits that take a random extra while, the
-    same trials, scores and choice; the fits stop within the budget (the first trial's five
-    folds count five) and the line says the budget stopped them."""
+    same trials, scores and choice; the fits stop within the budget (the first trial's three
+    folds count three) and the line says the budget stopped them."""
     from llc_bench.selection import SearchCV
 
 
@@ -1261,7 +1261,7 @@ def test_a_budget_in_rows_follows_the_problem_s_size_and_not_the_load():
         X, y = _xor(n, 0)
         X = np.c_[X, X[:, 0] * X[:, 1]]
         return SearchCV(_Jittery(delay=delay), {"C": "tag(log, interval(1e-3, 1e3))"},
-                        trials=None, budget_s=None, budget_rows=4000, refit=False,
+                        trials=None, budget_s=None, budget_rows=4000, folds=5, refit=False,
                         random_state=3).fit(X, y).report_
 
     quiet, loaded = report(300, 0.0), report(300, 0.03)
@@ -1287,7 +1287,7 @@ def test_the_tune_lines_say_the_budget_before_the_trials_and_the_rest_after_the_
 
     X, y = _xor(300, 0)
     lines = []
-    search = SearchCV(None, trials=10, budget_s=None, budget_rows=2400, refit=False)
+    search = SearchCV(None, trials=10, budget_s=None, budget_rows=2400, folds=5, refit=False)
     search._search(X, y, _WithParams(_Jittery(delay=0.02)),
                    {"C": {"kind": "float", "low": 1e-3, "high": 1e3, "log": True}},
                    {"C": 1.0}, echo=lines.append)
