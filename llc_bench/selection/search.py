@@ -144,6 +144,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     calibration_repeats : int or None, default=1
         A trial's η0 calibration averages this many seeded subsamples (None: the fit's
         own, 2).
+    sample_digits : int or None, default=None
+        A float the sampler draws is rounded to this many significant digits (within its
+        interval) before a trial uses it, so a draw that differs in its last bits on
+        another machine's floating point gives the same trial (None: as drawn).
     trial_params : dict or None, default=None
         The trials' fits take these parameters over the estimator's (a cheaper fit of the
         same model, as fewer CCCP iterations: the fidelity the trials rank settings at);
@@ -198,6 +202,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "choice_init_max_iter": [Interval(Integral, 1, None, closed="left"), None],
         "calibration_repeats": [Interval(Integral, 1, None, closed="left"), None],
+        "sample_digits": [Interval(Integral, 1, 17, closed="both"), None],
         "trial_params": [dict, None],
         "fixed_first": ["boolean"],
         "workers": [Interval(Integral, 1, None, closed="left")],
@@ -212,7 +217,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=30, choice_init_max_iter=30, calibration_repeats=1,
-                 trial_params=None, fixed_first=True, workers=1, refit=True, random_state=0):
+                 sample_digits=None, trial_params=None, fixed_first=True, workers=1, refit=True,
+                 random_state=0):
         self.estimator = estimator
         self.space = space
         self.trials = trials
@@ -232,6 +238,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.init_max_iter = init_max_iter
         self.choice_init_max_iter = choice_init_max_iter
         self.calibration_repeats = calibration_repeats
+        self.sample_digits = sample_digits
         self.trial_params = trial_params
         self.fixed_first = fixed_first
         self.workers = workers
@@ -885,12 +892,16 @@ def _base_splits(X, y, tune: Mapping, seed: int) -> tuple[str, list]:
     return f"{folds}-fold", list(split.split(np.zeros(n), y))
 
 
-def _suggest(trial, key: str, dim: Mapping):
+def _suggest(trial, key: str, dim: Mapping, digits: int | None = None):
+    """The sampler's value of one dimension; a float rounded to ``digits`` significant
+    digits within its interval (``sample_digits``)."""
     if dim["kind"] == "choice":
         return trial.suggest_categorical(key, dim["values"])
     if dim["kind"] == "int":
         return trial.suggest_int(key, int(dim["low"]), int(dim["high"]), log=dim["log"])
-    return trial.suggest_float(key, float(dim["low"]), float(dim["high"]), log=dim["log"])
+    low, high = float(dim["low"]), float(dim["high"])
+    value = trial.suggest_float(key, low, high, log=dim["log"])
+    return value if digits is None else min(max(float(f"{value:.{digits}g}"), low), high)
 
 
 
@@ -929,8 +940,9 @@ class _Objective:
     def __init__(self, make: Callable, space: Mapping, parts: list, deadline: float | None,
                  shared: bool = False, cache=None, budget_fits: float | None = None,
                  budget_rows: int | None = None, trials: int | None = None,
-                 echo: Callable | None = None):
+                 echo: Callable | None = None, digits: int | None = None):
         self.make, self.space, self.parts, self.deadline = make, space, parts, deadline
+        self.digits = digits  # sample_digits: the sampled floats' significant digits
         self.cache = cache  # a TrialCache handed to the fits that take it
         self.budget_fits, self.budget_rows = budget_fits, budget_rows
         self.running_units, self.running_rows = 0.0, 0
@@ -1024,7 +1036,7 @@ class _Objective:
         t = time.perf_counter()
         self.study, first_fit = trial.study, len(self.fits)
         space = self.space
-        params = {key: _suggest(trial, key, dim) for key, dim in space.items()}
+        params = {key: _suggest(trial, key, dim, self.digits) for key, dim in space.items()}
         cost = fit_cost(space, params)
         estimator = self.make(params)
         if "history" in estimator.get_params():
@@ -1188,7 +1200,8 @@ def _optimize(study, settings, make, space, parts, deadline,
                        pass_cap=tune.get("init_max_iter"),
                        calibration_repeats=tune.get("calibration_repeats"))
     objective = _Objective(make, space, parts, deadline, shared, cache,
-                           tune.get("budget_fits"), tune.get("budget_rows"), tune["trials"], echo)
+                           tune.get("budget_fits"), tune.get("budget_rows"), tune["trials"], echo,
+                           tune.get("sample_digits"))
     limit = tune["trials"]
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))

@@ -60,6 +60,10 @@ PASS_CAP = "init_max_iter"
 CHOICE_PASS_CAP = "choice_init_max_iter"
 # The trials' η0 calibration averaged over this many seeded subsamples (null: the fit's own).
 CALIBRATION = "calibration_repeats"
+# The sampled floats rounded to this many significant digits before a trial uses them (a
+# draw differing in its last bits between machines gives the same trial; null: as drawn, as
+# selections before it were keyed).
+DIGITS = "sample_digits"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
 # errors; null: the best trial, no one-SE rule, as selections without it were keyed).
 SIMPLER = "simpler_se"
@@ -159,7 +163,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, "budget_fits",
+    for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, DIGITS, "budget_fits",
                 "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
@@ -268,6 +272,9 @@ def _check_settings(s: dict) -> None:
     subsample = s.get(SUBSAMPLE)
     if subsample is not None and (type(subsample) is not int or subsample < 10):
         bad(SUBSAMPLE, "an integer >= 10 or null (the model's declared subsample, if any)")
+    digits = s.get(DIGITS)
+    if digits is not None and (type(digits) is not int or not 1 <= digits <= 17):
+        bad(DIGITS, "an integer from 1 to 17 or null (as drawn)")
     repeats = s.get(CALIBRATION)
     if repeats is not None and (type(repeats) is not int or repeats < 1):
         bad(CALIBRATION, "an integer >= 1 or null (the fit's own)")

@@ -203,3 +203,29 @@ def test_search_cv_refits_the_choice_under_its_trials_init_pass_cap():
                    choice_init_max_iter=None).fit(X, y)
     assert own.best_estimator_.fit_info_["init"]["iterations"][0] > 3
     assert "max_iter" not in own.best_estimator_.fit_info_["init"]
+
+
+def test_sampled_floats_rounded_make_a_draw_that_differs_in_its_last_bit_the_same_trial(
+        monkeypatch):
+    """sample_digits: a sampler whose every float draw is one ulp off (another machine's
+    floating point) gives the same trials, scores and choice; without it the settings
+    differ."""
+    import optuna
+
+    X, y = _xor(300, 0)
+    space = {"C": "tag(log, interval(1e-3, 1e3))"}
+
+    def trials(digits):
+        search = SearchCV(LinearSVMClassifier(), space, trials=12, sample_digits=digits,
+                          refit=False).fit(X, y)
+        return [(t["params"], t["score"]) for t in search.report_["trials"]]
+
+    reference = {digits: trials(digits) for digits in (None, 6)}
+    real = optuna.trial.Trial.suggest_float
+    monkeypatch.setattr(optuna.trial.Trial, "suggest_float",
+                        lambda self, name, low, high, **kw: min(
+                            float(np.nextafter(real(self, name, low, high, **kw), np.inf)),
+                            high))
+    assert trials(6) == reference[6]
+    assert [p for p, _ in trials(None)] != [p for p, _ in reference[None]]
+    assert all(float(f"{p['C']:.6g}") == p["C"] for p, _ in reference[6])

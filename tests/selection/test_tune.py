@@ -479,6 +479,8 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.eta0_walk=1", "tune.eta0_walk=1"),
                             ("tune.init_max_iter=0", "tune.init_max_iter=0"),
                             ("tune.calibration_repeats=0", "tune.calibration_repeats=0"),
+                            ("tune.sample_digits=0", "tune.sample_digits=0"),
+                            ("tune.sample_digits=2.5", "tune.sample_digits=2.5"),
                             ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5"),
                             ("tune.init_max_iter=false", "tune.init_max_iter=False"),
                             ("tune.simpler_se=-1", "tune.simpler_se=-1"),
@@ -889,6 +891,20 @@ def test_the_trials_calibration_repeats_leave_the_fit_of_the_choice_alone(
         assert len(infos) >= 3 and {info["repeats"] for info in infos} == {value or 2}
         build_estimator(config).fit(X, y)
         assert infos[-1]["repeats"] == 2
+
+
+def test_a_run_s_sampled_floats_rounded_are_in_its_cache_key(tmp_path):
+    """tune.sample_digits=N: the run's trials fit the drawn floats at N significant digits,
+    and the setting enters the selection's cache key; null: as drawn, and no key."""
+    X, y = _xor(300, 0)
+    for value in (4, None):
+        config = prepare_config(compose_run(
+            "model=llsvm", "dataset=xor", "tune=on", "tune.trials=4", "tune.budget_s=null",
+            f"tune.sample_digits={value or 'null'}", tmp_path=tmp_path))
+        assert config["tune"].get("sample_digits") == value
+        lambdas = [t["params"]["trainer.lambda_"]
+                   for t in select(config, X, y, build_estimator)[1]["trials"][1:]]
+        assert all((float(f"{v:.4g}") == v) is (value is not None) for v in lambdas)
 
 
 def _ml3_fits(monkeypatch) -> list:
