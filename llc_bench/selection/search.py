@@ -408,7 +408,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         if not kept and tune.get("simpler_se"):
             best = _simplest_near(study.trials, highest, space, n_validation,
                                   float(tune["simpler_se"]))
-        chosen = {key: best.params[key] for key in space}
+        used = {r["number"]: r["params"] for r in records}  # as fitted (sample_digits)
+        chosen = {key: used.get(best.number, best.params)[key] for key in space}
         states = {t.number: t.state.name for t in study.trials}
         self.best_params_, self.best_score_ = chosen, float(best.value)
         self.best_index_ = int(best.number)

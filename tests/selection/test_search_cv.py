@@ -229,3 +229,5 @@ def test_sampled_floats_rounded_make_a_draw_that_differs_in_its_last_bit_the_sam
     assert trials(6) == reference[6]
     assert [p for p, _ in trials(None)] != [p for p, _ in reference[None]]
     assert all(float(f"{p['C']:.6g}") == p["C"] for p, _ in reference[6])
+    search = SearchCV(LinearSVMClassifier(), space, trials=12, refit=False).fit(X, y)
+    assert search.best_params_ in [t["params"] for t in search.report_["trials"]]

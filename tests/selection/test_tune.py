@@ -902,9 +902,11 @@ def test_a_run_s_sampled_floats_rounded_are_in_its_cache_key(tmp_path):
             "model=llsvm", "dataset=xor", "tune=on", "tune.trials=4", "tune.budget_s=null",
             f"tune.sample_digits={value or 'null'}", tmp_path=tmp_path))
         assert config["tune"].get("sample_digits") == value
-        lambdas = [t["params"]["trainer.lambda_"]
-                   for t in select(config, X, y, build_estimator)[1]["trials"][1:]]
+        chosen, report = select(config, X, y, build_estimator)
+        lambdas = [t["params"]["trainer.lambda_"] for t in report["trials"][1:]]
         assert all((float(f"{v:.4g}") == v) is (value is not None) for v in lambdas)
+        # the choice is a setting as its trial fitted it
+        assert chosen in [t["params"] for t in report["trials"]]
 
 
 def _ml3_fits(monkeypatch) -> list:
