@@ -125,6 +125,8 @@ def describe(constraints, none: str = "None") -> str:
             words.append("true or false")
         elif c == "random_state":
             words.append("an int in [0, 2**32 - 1]")
+        elif isinstance(c, type):
+            words.append(f"a {c.__name__}")
         else:
             words.append(str(c))
     return " or ".join(words)

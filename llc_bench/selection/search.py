@@ -144,7 +144,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     calibration_repeats : int or None, default=1
         A trial's η0 calibration averages this many seeded subsamples (None: the fit's
         own, 2).
-    sample_digits : int or None, default=None
+    sample_digits : int or None, default=6
         A float the sampler draws is rounded to this many significant digits (within its
         interval) before a trial uses it, so a draw that differs in its last bits on
         another machine's floating point gives the same trial (None: as drawn).
@@ -217,7 +217,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  keep_default_se=1.0,
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=30, choice_init_max_iter=30, calibration_repeats=1,
-                 sample_digits=None, trial_params=None, fixed_first=True, workers=1, refit=True,
+                 sample_digits=6, trial_params=None, fixed_first=True, workers=1, refit=True,
                  random_state=0):
         self.estimator = estimator
         self.space = space

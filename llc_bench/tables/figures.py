@@ -336,7 +336,8 @@ class FigureBuilder:
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
                              "tune.budget_rows": None, "tune.calibration_repeats": None,
                              "tune.trial_params": {}, "tune.init_max_iter": 100,
-                             "tune.choice_init_max_iter": None, "tune.folds": 5}
+                             "tune.choice_init_max_iter": None, "tune.folds": 5,
+                             "tune.sample_digits": None}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

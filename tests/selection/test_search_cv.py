@@ -183,6 +183,11 @@ def test_a_space_of_lists_strings_and_dimensions():
     (SearchCV(SearchCV(LinearSVMClassifier(), {"C": [1]}), None), "declares no search space"),
     (SearchCV(LLSVMClassifier(), "../search/llsvm"), "space='../search/llsvm' names no "
      "declared space"),
+    (SearchCV(LinearSVMClassifier(), 5), "space=5: must be a dict or a str or None$"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, trial_params=3),
+     "trial_params=3: must be a dict or None$"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, sample_digits=0),
+     r"sample_digits=0: must be an int in \[1, 17\] or None$"),
 ])
 def test_bad_searches_are_one_line_errors(search, message):
     X, y = _xor(60, 3)

@@ -894,8 +894,9 @@ def test_the_trials_calibration_repeats_leave_the_fit_of_the_choice_alone(
 
 
 def test_a_run_s_sampled_floats_rounded_are_in_its_cache_key(tmp_path):
-    """tune.sample_digits=N: the run's trials fit the drawn floats at N significant digits,
-    and the setting enters the selection's cache key; null: as drawn, and no key."""
+    """tune.sample_digits=N (6 by default): the run's trials fit the drawn floats at N
+    significant digits, and the setting enters the selection's cache key; null: as drawn,
+    and no key."""
     X, y = _xor(300, 0)
     for value in (4, None):
         config = prepare_config(compose_run(
@@ -907,6 +908,9 @@ def test_a_run_s_sampled_floats_rounded_are_in_its_cache_key(tmp_path):
         assert all((float(f"{v:.4g}") == v) is (value is not None) for v in lambdas)
         # the choice is a setting as its trial fitted it
         assert chosen in [t["params"] for t in report["trials"]]
+    default = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
+                                         tmp_path=tmp_path))
+    assert default["tune"]["sample_digits"] == 6  # by default: the same trial on any machine
 
 
 def _ml3_fits(monkeypatch) -> list:
