@@ -182,6 +182,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         The whole report a run records (protocol, stopping reason, budget, trials).
     """
 
+    #: Enters a run's cache key above 1 (``tune.numerics_version``): bump it whenever the
+    #: same settings would choose another setting or fit the choice otherwise.
+    numerics_version = 1
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
         "space": [dict, str, None],

@@ -17,6 +17,7 @@ trial's training rows, :func:`trial_rows`).
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llc_bench.errors import ConfigError
+from llc_bench.errors import ConfigError, did_you_mean
 from llc_bench.selection.search import (
     BUDGETS,
     CAPACITY_ORDERS,  # noqa: F401 (tune's API)
@@ -103,6 +104,15 @@ def _user_config_dirs() -> list[str]:
             if source.schema == "file" and source.provider != "main"]
 
 
+@functools.cache
+def tune_keys() -> frozenset:
+    """The keys of the ``tune`` group: those of ``conf/tune/auto.yaml`` (``on`` and ``off``
+    add none)."""
+    from omegaconf import OmegaConf
+
+    return frozenset(OmegaConf.create((_conf_dir() / "tune" / "auto.yaml").read_text()))
+
+
 def get_dotted(config: Mapping, dotted: str):
     """``config["a"]["b"]`` for ``"a.b"`` (None when a part is missing)."""
     node = config
@@ -122,6 +132,11 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     if not tune or "*" in fixed:
         config["tune"] = None
         return config
+    for key in tune:  # a key nothing reads (+tune.KEY=...) would change only the cache key
+        if key not in tune_keys():
+            raise ConfigError(f"tune.{key} is not a key of tune"
+                              f"{did_you_mean(key, tune_keys(), 'tune.')}"
+                              " (see conf/tune/auto.yaml)")
     mode = tune.get("mode")
     mode = {False: "off", True: "on"}.get(mode, mode)
     if mode not in MODES:
@@ -195,6 +210,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     if not (get_dotted(config, "trainer.init") == "liblinear"
             and get_dotted(config, "trainer.init_solver") == "dual_cd"):
         settings.pop(CHOICE_PASS_CAP, None)
+    if SearchCV.numerics_version > 1:  # version 1 stays out: the keys made before it
+        settings["numerics_version"] = SearchCV.numerics_version
     config["tune"] = {**settings, "space": space}
     return config
 

@@ -488,7 +488,11 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.simpler_se=abc", "tune.simpler_se='abc'"),
                             ("tune.trial_params=5", "tune.trial_params=5"),
                             ("tune.trial_params={trainer.nosuch:1}",
-                             "tune.trial_params: trainer.nosuch is not a key")):
+                             "tune.trial_params: trainer.nosuch is not a key"),
+                            ("+tune.trails=3", r"tune.trails is not a key of tune \(did "
+                             "you mean tune.trials"),
+                            ("+tune.numerics_version=2",
+                             "tune.numerics_version is not a key of tune")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
@@ -911,6 +915,26 @@ def test_a_run_s_sampled_floats_rounded_are_in_its_cache_key(tmp_path):
     default = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                          tmp_path=tmp_path))
     assert default["tune"]["sample_digits"] == 6  # by default: the same trial on any machine
+
+
+def test_the_selection_s_numerics_version_above_1_enters_the_cache_key(tmp_path,
+                                                                         monkeypatch):
+    """SearchCV.numerics_version: 1 stays out of the key (the records made before it keep
+    theirs); a bumped one re-keys every selecting run, and no run that does not select."""
+    from llc_bench.selection.search import SearchCV
+    from llc_bench.store.results import config_hash
+
+    def key(*overrides):
+        config = prepare_config(compose_run("model=llsvm", "dataset=xor", *overrides,
+                                            tmp_path=tmp_path))
+        return config, config_hash(config)
+
+    (selecting, before), (off, off_before) = key("tune=on"), key("tune=off")
+    assert "numerics_version" not in selecting["tune"]
+    monkeypatch.setattr(SearchCV, "numerics_version", 2)
+    (selecting, after), (off, off_after) = key("tune=on"), key("tune=off")
+    assert selecting["tune"]["numerics_version"] == 2 and after != before
+    assert off_after == off_before
 
 
 def _ml3_fits(monkeypatch) -> list:
