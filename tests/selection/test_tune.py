@@ -929,10 +929,10 @@ def test_the_selection_s_numerics_version_above_1_enters_the_cache_key(tmp_path,
                                             tmp_path=tmp_path))
         return config, config_hash(config)
 
-    (selecting, before), (off, off_before) = key("tune=on"), key("tune=off")
+    (selecting, before), (_, off_before) = key("tune=on"), key("tune=off")
     assert "numerics_version" not in selecting["tune"]
     monkeypatch.setattr(SearchCV, "numerics_version", 2)
-    (selecting, after), (off, off_after) = key("tune=on"), key("tune=off")
+    (selecting, after), (_, off_after) = key("tune=on"), key("tune=off")
     assert selecting["tune"]["numerics_version"] == 2 and after != before
     assert off_after == off_before
 
