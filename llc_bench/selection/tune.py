@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +104,25 @@ def _user_config_dirs() -> list[str]:
             if source.schema == "file" and source.provider != "main"]
 
 
+def _check_own_cv_models(own) -> None:
+    """``tune.own_cv_models``: null or a list of model names (``conf/model/*.yaml``, a user
+    config directory's too); a ConfigError naming the value otherwise."""
+    if own is None:
+        return
+    if isinstance(own, str) or not isinstance(own, Sequence) or not all(
+            isinstance(m, str) for m in own):
+        raise ConfigError(f"tune.own_cv_models={own!r}: expected a list of model names, "
+                          "e.g. [svm_knn]")
+    from llc_bench.selection.presets import preset_names
+
+    known = {*preset_names(), *(p.stem for d in _user_config_dirs()
+                                for p in Path(d, "model").glob("*.yaml"))}
+    for name in own:
+        if name not in known:
+            raise ConfigError(f"tune.own_cv_models: {name!r} is not a model"
+                              f"{did_you_mean(name, sorted(known))}")
+
+
 @functools.cache
 def tune_keys() -> frozenset:
     """The keys of the ``tune`` group: those of ``conf/tune/auto.yaml`` (``on`` and ``off``
@@ -141,6 +160,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     mode = {False: "off", True: "on"}.get(mode, mode)
     if mode not in MODES:
         raise ConfigError(f"tune.mode={mode!r}: expected one of {', '.join(MODES)}")
+    _check_own_cv_models(tune.get("own_cv_models"))
     model = (config.get("model") or {}).get("name") or config["trainer"]["name"]
     dataset = config["dataset"]["name"]
     space = search_space(model) if mode != "off" else None

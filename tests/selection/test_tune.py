@@ -492,7 +492,11 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("+tune.trails=3", r"tune.trails is not a key of tune \(did "
                              "you mean tune.trials"),
                             ("+tune.numerics_version=2",
-                             "tune.numerics_version is not a key of tune")):
+                             "tune.numerics_version is not a key of tune"),
+                            ("tune.own_cv_models=5", "tune.own_cv_models=5: expected a list"),
+                            ("tune.own_cv_models=ml3", "tune.own_cv_models='ml3': expected"),
+                            ("tune.own_cv_models=[svm_kn]", r"'svm_kn' is not a model \(did "
+                             "you mean svm_knn")):
         config = compose_run("model=ml3", "dataset=heart", "tune=auto", override,
                              tmp_path=tmp_path)
         with pytest.raises(ConfigError, match=words.replace(".", r"\.")):
