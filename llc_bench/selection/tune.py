@@ -41,6 +41,7 @@ from llc_bench.selection.search import (
     declared_stages,
     first_trial,
     noise_margin,  # noqa: F401 (tune's API)
+    second_stage_skipped,
     staged_search,
     without_set_alternatives,
 )
@@ -71,6 +72,9 @@ SIMPLER = "simpler_se"
 # Learned-anchor models: the space's other keys searched with fixed anchors first (cheap
 # fits), then only what learning the anchors adds (conf/search's ``search.fixed_first``).
 STAGED = "fixed_first"
+# Its second stage runs from this many training rows (null: always, as staged selections
+# before it were keyed); in the cache key of a staged selection only.
+SECOND_STAGE = "second_stage_min_rows"
 # The trials' splits drawn from a stratified subsample of at most this many training rows
 # (a model whose fit costs grow faster than its rows: the kernel SVM declares one).
 SUBSAMPLE = "cv_max_rows"
@@ -113,10 +117,8 @@ def _check_own_cv_models(own) -> None:
             isinstance(m, str) for m in own):
         raise ConfigError(f"tune.own_cv_models={own!r}: expected a list of model names, "
                           "e.g. [svm_knn]")
-    from llc_bench.selection.presets import preset_names
-
-    known = {*preset_names(), *(p.stem for d in _user_config_dirs()
-                                for p in Path(d, "model").glob("*.yaml"))}
+    known = {p.stem for d in (_conf_dir(), *_user_config_dirs())
+             for p in Path(d, "model").glob("*.yaml")}
     for name in own:
         if name not in known:
             raise ConfigError(f"tune.own_cv_models: {name!r} is not a model"
@@ -198,8 +200,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
     for key in (*CHEAPER_TRIALS, REFIT):
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
-    for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, DIGITS, "budget_fits",
-                "budget_rows"):  # false: an error below
+    for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, DIGITS, SECOND_STAGE,
+                "budget_fits", "budget_rows"):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     subsample = tune.get(SUBSAMPLE)  # null: the model's declared search.cv_max_rows, if any
@@ -220,6 +222,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
                             if then and len(then) < len(space) else None)
     if not settings.get(STAGED):
         settings.pop(STAGED, None)
+        settings.pop(SECOND_STAGE, None)
     # a key enters the cache key only where it can change the result: the rule where the
     # space orders capacity, the kept anchors where k-means places anchors SGD does not move
     if not any("capacity" in dim for dim in space.values()):
@@ -309,6 +312,9 @@ def _check_settings(s: dict) -> None:
     subsample = s.get(SUBSAMPLE)
     if subsample is not None and (type(subsample) is not int or subsample < 10):
         bad(SUBSAMPLE, "an integer >= 10 or null (the model's declared subsample, if any)")
+    second = s.get(SECOND_STAGE)
+    if second is not None and (type(second) is not int or second < 1):
+        bad(SECOND_STAGE, "a number of training rows >= 1 (an integer) or null (always)")
     digits = s.get(DIGITS)
     if digits is not None and (type(digits) is not int or not 1 <= digits <= 17):
         bad(DIGITS, "an integer from 1 to 17 or null (as drawn)")
@@ -437,7 +443,8 @@ def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, di
         sub["tune"] = {**tune, STAGED: None, "space": space, **settings}
         return select(sub, X, y, build, echo=echo)
 
-    return staged_search(tune["space"], tune[STAGED], stage)
+    return staged_search(tune["space"], tune[STAGED], stage,
+                         second_stage_skipped(X.shape[0], tune.get(SECOND_STAGE)))
 
 
 def score_setting(config: Mapping, X, y, build: Callable) -> float:

@@ -337,7 +337,7 @@ class FigureBuilder:
                              "tune.budget_rows": None, "tune.calibration_repeats": None,
                              "tune.trial_params": {}, "tune.init_max_iter": 100,
                              "tune.choice_init_max_iter": None, "tune.folds": 5,
-                             "tune.sample_digits": None}
+                             "tune.sample_digits": None, "tune.second_stage_min_rows": None}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

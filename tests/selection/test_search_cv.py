@@ -72,15 +72,18 @@ def test_a_learned_anchor_model_is_searched_in_its_declared_stages(tmp_path):
     """SearchCV(SAPLClassifier()) runs sapl's declared two stages, as tune=auto does: the
     same trials and scores as select() on the run config; cv_results_ holds both stages'
     trials, each row its whole setting (stage one's with the anchors fixed); the choice is
-    refitted with learned anchors.  fixed_first=False: one search of the whole space."""
+    refitted with learned anchors (second_stage_min_rows=None: on these 400 rows too).
+    fixed_first=False: one search of the whole space."""
     from llc_bench.models import SAPLClassifier
 
     X, y = _xor(400, 5)
     config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
-                                        "tune.trials=4", tmp_path=tmp_path))
+                                        "tune.trials=4", "tune.second_stage_min_rows=null",
+                                        tmp_path=tmp_path))
     chosen, report = select(config, X, y, build_estimator)
     sapl = SAPLClassifier().set_params(**build_estimator(config).get_params())
-    search = SearchCV(sapl, trials=4, random_state=config["seed"]).fit(X, y)
+    search = SearchCV(sapl, trials=4, random_state=config["seed"],
+                      second_stage_min_rows=None).fit(X, y)
     assert search.best_params_ == {k.rsplit(".", 1)[-1]: v for k, v in chosen.items()}
     for ours, theirs in zip(search.report_["stages"], report["stages"], strict=True):
         assert [t["score"] for t in ours["trials"]] == [t["score"] for t in theirs["trials"]]
@@ -96,6 +99,33 @@ def test_a_learned_anchor_model_is_searched_in_its_declared_stages(tmp_path):
         search.best_estimator_.anchor_scale == search.best_params_["anchor_scale"])
     whole = SearchCV(SAPLClassifier(epochs=2), trials=2, fixed_first=False).fit(X, y)
     assert "stages" not in whole.report_ and "anchor_scale" in whole.best_params_
+
+
+def test_below_second_stage_min_rows_only_the_fixed_anchor_stage_runs(tmp_path):
+    """second_stage_min_rows (2,000 by default): on fewer training rows the anchor step is
+    not searched; the fixed-anchor stage's choice is fitted with anchors learned at the
+    model's own step, as tune=auto does; the report says why.  From that many rows on, both
+    stages run."""
+    from llc_bench.models import SAPLClassifier
+
+    X, y = _xor(400, 5)
+    config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
+                                        "tune.trials=4", tmp_path=tmp_path))
+    assert config["tune"]["second_stage_min_rows"] == 2000
+    chosen, report = select(config, X, y, build_estimator)
+    sapl = SAPLClassifier().set_params(**build_estimator(config).get_params())
+    search = SearchCV(sapl, trials=4, random_state=config["seed"]).fit(X, y)
+    assert search.best_params_ == {k.rsplit(".", 1)[-1]: v for k, v in chosen.items()}
+    for ours in (search.report_, report):
+        assert len(ours["stages"]) == 1 and "anchor_scale" not in ours["chosen"]
+        assert ours["second_stage"] == ("skipped: 400 training rows < "
+                                        "second_stage_min_rows 2000")
+    assert list(search.cv_results_["param_learn_anchors"]) == [False] * report["n_trials"]
+    assert search.best_estimator_.learn_anchors
+    assert search.best_estimator_.anchor_scale == sapl.anchor_scale
+    both = SearchCV(sapl, trials=4, random_state=config["seed"],
+                    second_stage_min_rows=400).fit(X, y)
+    assert len(both.report_["stages"]) == 2 and "second_stage" not in both.report_
 
 
 def test_the_estimator_of_a_preset_is_searched_as_a_run_of_the_preset(tmp_path):
@@ -186,6 +216,8 @@ def test_a_space_of_lists_strings_and_dimensions():
     (SearchCV(LinearSVMClassifier(), 5), "space=5: must be a dict or a str or None$"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, trial_params=3),
      "trial_params=3: must be a dict or None$"),
+    (SearchCV(LinearSVMClassifier(), {"C": [1]}, second_stage_min_rows=0),
+     r"second_stage_min_rows=0: must be an int >= 1 or None$"),
     (SearchCV(LinearSVMClassifier(), {"C": [1]}, sample_digits=0),
      r"sample_digits=0: must be an int in \[1, 17\] or None$"),
 ])

@@ -481,6 +481,9 @@ def test_bad_tune_settings_are_one_line_errors(tmp_path, monkeypatch):
                             ("tune.calibration_repeats=0", "tune.calibration_repeats=0"),
                             ("tune.sample_digits=0", "tune.sample_digits=0"),
                             ("tune.sample_digits=2.5", "tune.sample_digits=2.5"),
+                            ("tune.second_stage_min_rows=0", "tune.second_stage_min_rows=0"),
+                            ("tune.second_stage_min_rows=abc",
+                             "tune.second_stage_min_rows='abc'"),
                             ("tune.init_max_iter=2.5", "tune.init_max_iter=2.5"),
                             ("tune.init_max_iter=false", "tune.init_max_iter=False"),
                             ("tune.simpler_se=-1", "tune.simpler_se=-1"),
@@ -1182,7 +1185,7 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
 
     config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on", "tune.trials=4",
                                         "tune.budget_s=null", "tune.fixed_first=true",
-                                        tmp_path=tmp_path))
+                                        "tune.second_stage_min_rows=null", tmp_path=tmp_path))
     assert config["tune"]["fixed_first"]["then"] == ["trainer.anchor_scale"]
     chosen, report = select(config, X, y, build)
     one, two = report["stages"]
@@ -1197,10 +1200,10 @@ def test_fixed_first_searches_with_fixed_anchors_then_the_anchor_step(tmp_path):
     assert chosen == {**one["chosen"], **two["chosen"]}
     off = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
                                      "tune.fixed_first=false", tmp_path=tmp_path))
-    assert "fixed_first" not in off["tune"]
+    assert "fixed_first" not in off["tune"] and "second_stage_min_rows" not in off["tune"]
     llsvm = prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on",
                                        "tune.fixed_first=true", tmp_path=tmp_path))
-    assert "fixed_first" not in llsvm["tune"]
+    assert "fixed_first" not in llsvm["tune"] and "second_stage_min_rows" not in llsvm["tune"]
 
 
 class _Oracle(_Sleeper):
@@ -1223,7 +1226,8 @@ def _anchor_step_search(tmp_path, good):
     y = np.where(y, 1, -1)
     X = np.column_stack([y, X])
     config = prepare_config(compose_run("model=sapl", "dataset=xor", "tune=on",
-                                        "tune.trials=4", tmp_path=tmp_path))
+                                        "tune.trials=4", "tune.second_stage_min_rows=400",
+                                        tmp_path=tmp_path))
     return select(config, X, y, lambda config: _Oracle(good(config["trainer"])))
 
 
