@@ -349,12 +349,11 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
 
         self.best_params_, self.report_ = staged_search(
             space, stages, stage, second_stage_skipped(X.shape[0], self.second_stage_min_rows))
-        one, two = searches[0], searches[-1]
-        self.best_score_ = two.best_score_
-        self.best_index_ = (len(one.cv_results_["params"]) if two is not one else 0) + \
-            two.best_index_
+        *earlier, last = searches  # one stage, or two
+        self.best_score_ = last.best_score_
+        self.best_index_ = sum(len(s.cv_results_["params"]) for s in earlier) + last.best_index_
         self.cv_results_ = joined_results(tables)
-        self.n_splits_ = two.n_splits_
+        self.n_splits_ = last.n_splits_
 
     def _declared_option(self, key: str):
         """``search.<key>`` of the declared space, when ``space`` is not a dict and ``key``

@@ -117,6 +117,8 @@ def _check_own_cv_models(own) -> None:
             isinstance(m, str) for m in own):
         raise ConfigError(f"tune.own_cv_models={own!r}: expected a list of model names, "
                           "e.g. [svm_knn]")
+    if not own:
+        return
     known = {p.stem for d in (_conf_dir(), *_user_config_dirs())
              for p in Path(d, "model").glob("*.yaml")}
     for name in own:
