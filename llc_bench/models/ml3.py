@@ -283,6 +283,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         Return the average of the SGD iterates of the last CCCP iteration.
     n_init_epochs : int, default=1
         SGD epochs with all latent variables fixed at random values (W^0).
+    history : bool, default=True
+        Record eq. 9's objective and the training error after every CCCP iteration
+        (monitoring only: a class score of every training row per iteration; off, the
+        same W_ in less time, as the trials of a search and the folds of the λ CV run).
     random_state : int, RandomState instance or None, default=None
         Seeds the initial latent variables and the epoch permutations.
 
@@ -313,13 +317,14 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints = {
         "n_models": [COUNT], "p": [Interval(Real, 1, None, closed="both")],
         "lambda_": [REGULARISATION, None], "n_iter": [COUNT0], "averaging": ["boolean"],
-        "n_init_epochs": [COUNT], "lambda_grid": [Grid(REGULARISATION), None], "cv_folds": [FOLDS],
+        "n_init_epochs": [COUNT], "history": ["boolean"],
+        "lambda_grid": [Grid(REGULARISATION), None], "cv_folds": [FOLDS],
         "cv_max_rows": [FOLDS, None], "random_state": ["random_state"],
     }
 
     def __init__(self, *, n_models=10, p=1.5, lambda_=None, n_iter=30, averaging=True,
-                 n_init_epochs=1, lambda_grid=None, cv_folds=5, cv_max_rows=None,
-                 random_state=None):
+                 n_init_epochs=1, history=True, lambda_grid=None, cv_folds=5,
+                 cv_max_rows=None, random_state=None):
         store_params(self, locals())
 
     # -- sklearn plumbing -------------------------------------------------
@@ -386,6 +391,7 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
         grid = [g / y_cv.size for g in self.lambda_grid]
         params = {k: v for k, v in self.get_params().items()
                   if k not in ("lambda_", "lambda_grid", "cv_max_rows", "random_state")}
+        params["history"] = False  # a fold's fit is scored on its held-out rows only
         cv["cv"] = grid_search.record(_lambda_cv(X_cv, y_cv, grid, self.cv_folds,
                                                  self.random_state, trial_cache, **params),
                                       y_cv.size)
@@ -427,9 +433,10 @@ class ML3Classifier(ClassifierMixin, BaseEstimator):
             tic = time.perf_counter()
             n_viol = run.cccp_epoch(rng, average=self.averaging and it == self.n_iter - 1)
             seconds += time.perf_counter() - tic
-            with history.timed():
-                self._record(history, it + 1, run.W, run.Xe, run.y, run.lam, run.p, test,
-                             n_viol)
+            if self.history:
+                with history.timed():
+                    self._record(history, it + 1, run.W, run.Xe, run.y, run.lam, run.p,
+                                 test, n_viol)
             bar.set_postfix(violations=int(n_viol), refresh=False)
             bar.update()
         bar.close()

@@ -466,6 +466,18 @@ def _check_entry(path: str, value, spec, dims: dict) -> None:
             raise _Refused(f"{path} holds indices outside [0, {top})")
 
 
+def _default_later_parameters(estimator) -> None:
+    """A parameter the estimator's class gained after the file was written takes its
+    default (a new parameter's default keeps the behaviour from before it: ML3's
+    ``history``, say)."""
+    import inspect
+
+    for name, param in inspect.signature(type(estimator).__init__).parameters.items():
+        if name != "self" and param.default is not param.empty \
+                and name not in vars(estimator):
+            setattr(estimator, name, param.default)
+
+
 def check_fitted(estimator, n_features: int, n_classes: int, config_dirs=()) -> None:
     """Check a loaded estimator's fitted attributes against its own declaration
     (``_fitted_layout``; ``_check_fitted`` for what shapes do not say) and the metadata's
@@ -476,6 +488,7 @@ def check_fitted(estimator, n_features: int, n_classes: int, config_dirs=()) -> 
     if layout is None or type(estimator) not in trusted_classes(config_dirs)[0]:
         raise _Refused(f"the model is a {type(estimator).__name__}, not an estimator "
                        "llc-bench ships")
+    _default_later_parameters(estimator)
     try:
         validate_params(estimator)
     except ValueError as err:

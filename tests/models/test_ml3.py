@@ -183,6 +183,30 @@ def test_binary_decision_history_and_model_size():
     assert clf.hinge_defined_
 
 
+def test_history_off_fits_the_same_model_and_the_lambda_cv_folds_record_none(monkeypatch):
+    """history=False: the same W_ without the per-iteration class scores of every training
+    row; the λ CV's fold fits run so (they are scored on their held-out rows), the fit on
+    all rows keeps its history."""
+    X, y = _xor(150, 0.35, seed=6)
+    on = ML3Classifier(n_models=2, n_iter=4, random_state=0).fit(X, y)
+    off = ML3Classifier(n_models=2, n_iter=4, history=False, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(on.W_, off.W_)
+    assert len(on.fit_info_["history"]) == 4 and off.fit_info_["history"] == []
+    assert off.fit_info_["timings"]["history"] == 0.0
+    recorded, real = [], ML3Classifier._record
+
+    def record(self, *args):
+        recorded.append(self.history)
+        return real(self, *args)
+
+    monkeypatch.setattr(ML3Classifier, "_record", record)
+    cv = ML3Classifier(n_models=2, n_iter=4, lambda_grid=[0.1, 1.0], cv_folds=3,
+                       random_state=0).fit(X, y)
+    assert recorded == [True] * 4 and len(cv.fit_info_["cv"]["params"]) == 2
+    with pytest.raises(ValueError, match="history"):
+        ML3Classifier(history="yes").fit(X, y)
+
+
 def test_averaging_changes_the_last_iterate_and_bad_params_raise():
     X, y = _xor(100, 0.35, seed=4)
     a = ML3Classifier(n_models=2, n_iter=3, random_state=0).fit(X, y).W_

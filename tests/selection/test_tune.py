@@ -1008,6 +1008,24 @@ def test_search_cv_fits_its_trials_with_trial_params_and_refits_with_the_own(mon
         SearchCV(ML3Classifier(), trial_params={"iters": 5}).fit(X, y)
 
 
+def test_ml3_s_trials_fit_without_the_history_and_the_choice_with_it(monkeypatch):
+    """A trial is scored on its validation rows: ML3's trials fit without the per-iteration
+    history (the same models, less time), the fit of the choice with it."""
+    from llc_bench.models import ML3Classifier
+    from llc_bench.selection import SearchCV
+
+    flags, real = [], ML3Classifier.fit
+
+    def fit(self, *args, **kwargs):
+        flags.append(self.history)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ML3Classifier, "fit", fit)
+    search = SearchCV(ML3Classifier(random_state=0), trials=3).fit(*_xor(240, 1))
+    assert set(flags[:-1]) == {False} and flags[-1] is True and len(flags) >= 4
+    assert len(search.best_estimator_.fit_info_["history"]) == 30
+
+
 def test_the_one_se_rule_takes_the_fewest_anchors_near_the_best(tmp_path):
     """tune.simpler_se=1: among the complete trials within one standard error of the best,
     the one of fewest anchors (the space's capacity), the higher score breaking ties; the

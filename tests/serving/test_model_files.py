@@ -14,6 +14,7 @@ import llc_bench.serving as serving
 from llc_bench.cli import main
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator
+from llc_bench.models._validation import COUNT
 from llc_bench.serving.model_files import FORMAT_VERSION, load_model, save_model
 
 FAMILIES = ["linear", "kernel", "llsvm", "lcc_svm", "sapl", "jo", "ml3", "occ_lib_g",
@@ -56,6 +57,35 @@ def test_round_trip_keeps_the_decision_values_bitwise(model, n_classes, sparse, 
     assert np.array_equal(np.asarray(loaded.decision_function(X_new)),
                           np.asarray(estimator.decision_function(X_new)))
     assert np.array_equal(loaded.predict(X_new), estimator.predict(X_new))
+
+
+def test_a_file_written_before_a_parameter_existed_reads_with_its_default(tmp_path,
+                                                                         monkeypatch):
+    """A model file written before the estimator's class gained a parameter (ML3's
+    ``history``, say: the file's estimator has no such attribute) loads with the
+    parameter's default and predicts as it was written."""
+    import inspect
+
+    X, y = _data()
+    estimator = build_estimator(compose_run("model=ml3", *FAST["ml3"], tmp_path=tmp_path))
+    path = save_model(estimator.fit(X, y), tmp_path / "old.llcm", preprocess=None,
+                      config_hash="abc", versions={})
+    cls, real = type(estimator), type(estimator).__init__
+    signature = inspect.signature(real)
+
+    def init(self, *, later=7, **params):  # the class as it is after gaining `later`
+        real(self, **params)
+        self.later = later
+
+    init.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(),
+        inspect.Parameter("later", inspect.Parameter.KEYWORD_ONLY, default=7)])
+    monkeypatch.setattr(cls, "__init__", init)
+    monkeypatch.setitem(cls._parameter_constraints, "later", [COUNT])
+    loaded, meta = load_model(path)
+    assert loaded.later == 7 and loaded.get_params()["later"] == 7
+    assert "later" not in meta["params"]
+    assert np.array_equal(loaded.predict(X), estimator.predict(X))
 
 
 def test_the_round_trips_cover_every_family_both_class_counts_and_sparse_rows():
