@@ -619,6 +619,8 @@ def _check_model(model, meta: dict, config_dirs=()) -> None:
         base = base_estimator(model)
         if not np.array_equal(np.asarray(getattr(base, "classes_", [])), classes):
             raise _Refused("the calibrated model's classes are not its model's")
+        if type(model.estimator) is type(base):  # the unfitted template the calibration keeps
+            _default_later_parameters(model.estimator)
     name = f"{type(base).__module__}.{type(base).__qualname__}"
     if meta.get("estimator") != name:
         raise _Refused(f"the model is a {name}, the metadata says {meta.get('estimator')!r}")

@@ -63,13 +63,18 @@ def test_a_file_written_before_a_parameter_existed_reads_with_its_default(tmp_pa
                                                                          monkeypatch):
     """A model file written before the estimator's class gained a parameter (ML3's
     ``history``, say: the file's estimator has no such attribute) loads with the
-    parameter's default and predicts as it was written."""
+    parameter's default and predicts as it was written; so does a calibrated model's."""
     import inspect
+
+    from sklearn.calibration import CalibratedClassifierCV
 
     X, y = _data()
     estimator = build_estimator(compose_run("model=ml3", *FAST["ml3"], tmp_path=tmp_path))
-    path = save_model(estimator.fit(X, y), tmp_path / "old.llcm", preprocess=None,
-                      config_hash="abc", versions={})
+    calibrated = CalibratedClassifierCV(estimator, cv=3, ensemble=False).fit(X, y)
+    path, path_cal = (save_model(model, tmp_path / name, preprocess=None, config_hash="abc",
+                                 versions={})
+                      for model, name in ((estimator.fit(X, y), "old.llcm"),
+                                          (calibrated, "old_calibrated.llcm")))
     cls, real = type(estimator), type(estimator).__init__
     signature = inspect.signature(real)
 
@@ -86,6 +91,9 @@ def test_a_file_written_before_a_parameter_existed_reads_with_its_default(tmp_pa
     assert loaded.later == 7 and loaded.get_params()["later"] == 7
     assert "later" not in meta["params"]
     assert np.array_equal(loaded.predict(X), estimator.predict(X))
+    loaded = load_model(path_cal)[0]  # and the template a calibrated model keeps
+    assert loaded.get_params()["estimator__later"] == 7
+    assert np.array_equal(loaded.predict_proba(X), calibrated.predict_proba(X))
 
 
 def test_the_round_trips_cover_every_family_both_class_counts_and_sparse_rows():
