@@ -348,7 +348,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             return search.best_params_, search.report_
 
         self.best_params_, self.report_ = staged_search(
-            space, stages, stage, second_stage_skipped(X.shape[0], self.second_stage_min_rows))
+            space, stages, stage, second_stage_skipped(X.shape[0], self.second_stage_min_rows),
+            self.trials)
         *earlier, last = searches  # one stage, or two
         self.best_score_ = last.best_score_
         self.best_index_ = sum(len(s.cv_results_["params"]) for s in earlier) + last.best_index_
@@ -736,10 +737,11 @@ def _search_file(model: str, config_dirs=()) -> Path | None:
 
 def declared_stages(model: str, config_dirs=()) -> dict | None:
     """A space's ``search.fixed_first`` (``{"set": {key: value}, "then": [keys], "trials":
-    n, "patience": p}``): search the other keys with ``set`` applied first (learned anchors:
-    fixed, so the fits are cheap), then only ``then`` with that choice, in ``trials`` trials,
-    stopped once ``p`` trials in a row have not beaten the best beyond the validation noise
-    (optional: default ``tune.patience``); or None."""
+    n, "patience": p, "alone_trials": a}``): search the other keys with ``set`` applied first
+    (learned anchors: fixed, so the fits are cheap), then only ``then`` with that choice, in
+    ``trials`` trials, stopped once ``p`` trials in a row have not beaten the best beyond the
+    validation noise (optional: default ``tune.patience``); the first stage in at most ``a``
+    trials where it runs alone (optional: below ``second_stage_min_rows``); or None."""
     from omegaconf import OmegaConf
 
     path = _search_file(model, config_dirs)
@@ -750,11 +752,12 @@ def declared_stages(model: str, config_dirs=()) -> dict | None:
     ok = (isinstance(stages, dict) and isinstance(stages.get("set"), dict)
           and isinstance(stages.get("then"), list) and stages["then"]
           and type(stages.get("trials")) is int and stages["trials"] >= 1
-          and (stages.get("patience") is None
-               or type(stages["patience"]) is int and stages["patience"] >= 1))
+          and all(stages.get(key) is None or type(stages[key]) is int and stages[key] >= 1
+                  for key in ("patience", "alone_trials")))
     if not ok:
         raise ConfigError(f"{path}: search.fixed_first: expected {{set: {{KEY: VALUE}}, then: "
-                          "[KEY, ...], trials: N, patience: P (optional)}")
+                          "[KEY, ...], trials: N, patience: P (optional), alone_trials: A "
+                          "(optional)}")
     return stages
 
 
@@ -767,7 +770,8 @@ def second_stage_skipped(rows: int, min_rows: int | None) -> str | None:
 
 
 def staged_search(space: Mapping, stages: Mapping, search: Callable,
-                  skip_second: str | None = None) -> tuple[dict, dict]:
+                  skip_second: str | None = None, trials: int | None = None
+                  ) -> tuple[dict, dict]:
     """A declared ``search.fixed_first`` (:func:`declared_stages`): the space but
     ``then`` searched with ``set`` applied (learned anchors fixed: cheap fits), then
     ``then`` alone with that choice, in the declared trials (and patience, where declared).
@@ -775,10 +779,14 @@ def staged_search(space: Mapping, stages: Mapping, search: Callable,
     over the search's own, returning (chosen, report).  Returns the choice of both and a
     report that is the last stage's with the totals over both and each stage's in
     ``stages``.  ``skip_second`` (the reason, :func:`second_stage_skipped`): the first
-    stage only; ``then`` keeps the own setting and ``set`` is not applied to the choice."""
+    stage only, in at most the declared ``alone_trials`` (and the search's own ``trials``);
+    ``then`` keeps the own setting and ``set`` is not applied to the choice."""
     later = {k: d for k, d in space.items() if k in stages["then"]}
     first = {k: d for k, d in space.items() if k not in later}
-    chosen, one = search(first, stages["set"], {})
+    alone = stages.get("alone_trials") if skip_second else None
+    if alone is not None and trials is not None:
+        alone = min(alone, trials)
+    chosen, one = search(first, stages["set"], {} if alone is None else {"trials": alone})
     if skip_second:
         return dict(chosen), {**one, "space": dict(space), "chosen": dict(chosen),
                               "stages": [one], "second_stage": f"skipped: {skip_second}",

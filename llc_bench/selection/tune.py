@@ -222,6 +222,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         then = [k for k in (stages or {}).get("then", ()) if k in space]
         settings[STAGED] = ({**stages, "then": then}
                             if then and len(then) < len(space) else None)
+        if settings[STAGED] and settings.get(SECOND_STAGE) is None:  # the first stage never
+            settings[STAGED].pop("alone_trials", None)  # runs alone: no cap, no key
     if not settings.get(STAGED):
         settings.pop(STAGED, None)
         settings.pop(SECOND_STAGE, None)
@@ -446,7 +448,8 @@ def _staged(config: Mapping, X, y, build: Callable, echo=None) -> tuple[dict, di
         return select(sub, X, y, build, echo=echo)
 
     return staged_search(tune["space"], tune[STAGED], stage,
-                         second_stage_skipped(X.shape[0], tune.get(SECOND_STAGE)))
+                         second_stage_skipped(X.shape[0], tune.get(SECOND_STAGE)),
+                         tune.get("trials"))
 
 
 def score_setting(config: Mapping, X, y, build: Callable) -> float:
