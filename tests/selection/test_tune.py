@@ -277,14 +277,19 @@ def test_fits_stop_at_a_passed_deadline_of_their_trial_cache_only():
         assert model.fit(X, y).score(X, y) > 0.5
 
 
-def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch):
+def _own_search_file(tmp_path, monkeypatch, model: str, text: str) -> None:
+    """conf/search/<model>.yaml replaced by ``text`` (the package's conf dir is tmp_path)."""
     from llc_bench.selection import search
 
     (tmp_path / "search").mkdir()
-    (tmp_path / "search" / "ml3.yaml").write_text(
-        "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
-        "      coding.name: choice(a, b)\nsearch:\n  cost: [coding.name]\n")
+    (tmp_path / "search" / f"{model}.yaml").write_text(text)
     monkeypatch.setattr(search, "_conf_dir", lambda: tmp_path)
+
+
+def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch):
+    _own_search_file(tmp_path, monkeypatch, "ml3",
+                     "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
+                     "      coding.name: choice(a, b)\nsearch:\n  cost: [coding.name]\n")
     with pytest.raises(ConfigError, match=r"ml3.yaml: search.cost: coding.name holds "
                                           r"\['a', 'b'\]: a cost must be a positive number"):
         search_space("ml3")
@@ -293,17 +298,26 @@ def test_a_cost_that_is_not_a_positive_number_is_one_line(tmp_path, monkeypatch)
 @pytest.mark.parametrize("declared", ["5", "[trainer.n_iter]", "{trainer.n_iter: [1, 2]}"])
 def test_declared_trial_params_that_are_not_single_values_are_one_line(
         tmp_path, monkeypatch, declared):
-    from llc_bench.selection import search
-
-    (tmp_path / "search").mkdir()
-    (tmp_path / "search" / "ml3.yaml").write_text(
-        "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
-        f"search:\n  trial_params: {declared}\n")
-    monkeypatch.setattr(search, "_conf_dir", lambda: tmp_path)
+    _own_search_file(tmp_path, monkeypatch, "ml3",
+                     "hydra:\n  sweeper:\n    params:\n      trainer.p: choice(1.5, 2.0)\n"
+                     f"search:\n  trial_params: {declared}\n")
     config = compose_run("model=ml3", "dataset=heart", "tune=on", tmp_path=tmp_path)
     with pytest.raises(ConfigError, match=r"ml3.yaml: search.trial_params: expected "
                                           r"\{KEY: VALUE, ...\}"):
         resolve(config)
+
+
+@pytest.mark.parametrize("alone", ["0", "2.5", "abc"])
+def test_a_declared_alone_trials_that_is_not_a_count_is_one_line(tmp_path, monkeypatch, alone):
+    from llc_bench.selection.search import declared_stages
+
+    _own_search_file(tmp_path, monkeypatch, "sapl",
+                     "search:\n  fixed_first:\n    set: {trainer.learn_anchors: false}\n"
+                     "    then: [trainer.anchor_scale]\n    trials: 6\n"
+                     f"    alone_trials: {alone}\n")
+    with pytest.raises(ConfigError, match=r"sapl.yaml: search.fixed_first: expected .*"
+                                          r"alone_trials: A \(optional\)"):
+        declared_stages("sapl")
 
 
 def test_the_budget_line_through_the_fits():
