@@ -12,6 +12,10 @@ CV and training) and the ratios to the two references.
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \\
         python scripts/large_files.py --out results/bench/large_files.md
+
+``--figure DIR`` draws, instead of the table, each file's accuracy-time figure (``llc-bench
+figures --figure pareto_files``: the two references and llsvm, sapl and ml3 at three counted
+selection budgets) into DIR.
 """
 
 from __future__ import annotations
@@ -52,12 +56,19 @@ def main(argv=None) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="an extra override for the runs that are not references")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here")
+    parser.add_argument("--figure", type=Path, default=None, metavar="DIR",
+                        help="draw the accuracy-time figure of each file (llc-bench figures "
+                        "--figure pareto_files: the references and llsvm, sapl, ml3 under three "
+                        "counted budgets) into DIR as pareto_files_<set>.png and .pdf")
     args = parser.parse_args(argv)
     names = [n for n in args.runs.split(",") if n]
     unknown = sorted(set(names) - set(RUNS))
     if unknown:
         parser.error(f"--runs: unknown {unknown[0]!r} (one of: {', '.join(RUNS)})")
     sets = write_sets(args.work / "csv", 10**9, args.max_test, args.sets.split(","))
+    if args.figure:
+        draw_figures(sets, args.work, args.figure)
+        return
     results = {}
     for set_name, (train, test, n, d, c) in sets.items():
         for name in names:
@@ -95,6 +106,27 @@ def main(argv=None) -> None:
         args.out.with_suffix(".json").write_text(json.dumps(
             {f"{s}/{n}": {"accuracy": a, "seconds": t} for (s, n), (a, t, _) in
              results.items()}, indent=1))
+
+
+def draw_figures(sets: dict, work: Path, out: Path) -> None:
+    """``llc-bench figures --figure pareto_files`` on each set's files (its runs one at a
+    time into ``work/figure-store``), the figure copied to ``out/pareto_files_<set>``."""
+    import shutil
+
+    from llc_bench.cli.tables import figures_command
+
+    out.mkdir(parents=True, exist_ok=True)
+    for set_name, (train, test, *_) in sets.items():
+        drawn = figures_command(
+            ["--figure", "pareto_files", "--launcher", "basic", "--dataset", "file",
+             f"dataset.train={train}", f"dataset.test={test}",
+             "--results-dir", str(work / "figure-store"), "--out", str(work / "figures")])
+        png = Path(drawn["pareto_files"])
+        if png.suffix != ".png":
+            raise SystemExit(f"{set_name}: {drawn['pareto_files']}")
+        for suffix in (".png", ".pdf"):
+            shutil.copyfile(png.with_suffix(suffix), out / f"pareto_files_{set_name}{suffix}")
+        print(f"{set_name}: {out / f'pareto_files_{set_name}.png'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -687,7 +687,7 @@ def _cut(record: Mapping) -> str:
     notes = []
     if tuned.get("stopped_by") == "budget":
         notes.append(f"cut by tune.budget_s={(tuned.get('budget') or {}).get('budget_s')}")
-    if (tuned.get("workers") or 1) > 1:
+    if (tuned.get("workers") or 1) > 1 and not tuned.get("batch"):  # rounds: the same choice
         notes.append(f"trials in {tuned['workers']} processes")
     return "".join(f", {note}" for note in notes)
 

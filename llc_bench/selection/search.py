@@ -18,8 +18,10 @@ tune`` and the model presets run (docs/guide/tuning.md)::
 * searches with Optuna's seeded TPE sampler, the estimator's own setting as the first trial
   (a dimension that does not hold it is widened; a ``null_means`` value stands for a None),
   and a successive-halving pruner over the folds or rungs; trials run one after another, so
-  the same seed gives the same trials and the same choice (``workers`` > 1: trials in that
-  many processes on one study, the choice may then differ);
+  the same seed gives the same trials and the same choice; or (``batch``) in rounds, each
+  trial judged on the earlier rounds' only, a round's trials side by side in up to
+  ``workers`` processes with the same trials and choice as in one (``workers`` > 1 without
+  ``batch``: trials in that many processes on one study, the choice may then differ);
 * stops after ``trials`` trials, or earlier when ``patience`` trials in a row have not
   beaten the best by more than ``keep_default_se`` standard errors of the validation rows,
   or when the next fit would end past ``budget_s`` seconds (judged from the fits so far,
@@ -67,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -162,8 +164,18 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         first stage's choice is fitted with the anchors learned at the estimator's own
         step (below 2,000 rows the second stage moved the choice in 1 of 120 selections, at
         10-40 % of their time).  None: always.
-    workers : int, default=1
-        Trials in this many local processes on one shared study.
+    batch : int or None, default=None
+        Trials in rounds of this many: the sampler asked for a round's settings before any
+        is told, each trial judged (pruner, budget) on the earlier rounds' trials only, each
+        slot of a round with its own cache; the stop rules read after each round.  The
+        trials and the choice are then the same in any number of ``workers``.  None: one
+        trial after another.
+    workers : int or "auto", default=1
+        Processes: with ``batch``, the round's trials side by side in up to ``batch`` of
+        them (the same choice as in one); without, trials in this many processes on one
+        shared study (the choice may then differ from a serial run's).  "auto": with
+        ``batch``, this machine's idle cores (its cores less the last minute's load
+        average, at least 1); without, 1.
     refit : bool, default=True
         Fit ``best_estimator_`` on all rows with the chosen setting.
     random_state : int, default=0
@@ -215,7 +227,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         "trial_params": [dict, None],
         "fixed_first": ["boolean"],
         "second_stage_min_rows": [Interval(Integral, 1, None, closed="left"), None],
-        "workers": [Interval(Integral, 1, None, closed="left")],
+        "batch": [Interval(Integral, 1, None, closed="left"), None],
+        "workers": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "refit": ["boolean"],
         "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both")],
     }
@@ -228,7 +241,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=30, choice_init_max_iter=30, calibration_repeats=1,
                  sample_digits=6, trial_params=None, fixed_first=True,
-                 second_stage_min_rows=2000, workers=1, refit=True, random_state=0):
+                 second_stage_min_rows=2000, batch=None, workers=1, refit=True,
+                 random_state=0):
         self.estimator = estimator
         self.space = space
         self.trials = trials
@@ -252,6 +266,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         self.trial_params = trial_params
         self.fixed_first = fixed_first
         self.second_stage_min_rows = second_stage_min_rows
+        self.batch = batch
         self.workers = workers
         self.refit = refit
         self.random_state = random_state
@@ -380,7 +395,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         optuna = _optuna()
         tune, seed = self._settings(), int(self.random_state)
         tune.update({k: v for k, v in (declared or {}).items() if tune.get(k) is None})
-        workers = int(tune.get("workers") or 1)
+        batch = tune.get("batch")
+        workers = lanes(tune.get("workers"), batch)
         if tune.get("trial_params"):
             make = _TrialFit(make, {k: v for k, v in tune["trial_params"].items()
                                     if k not in space})
@@ -394,7 +410,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         started = time.perf_counter()
         deadline = None if tune["budget_s"] is None else time.time() + float(tune["budget_s"])
         with tempfile.TemporaryDirectory(prefix="llc-tune-") as folder:
-            storage = sqlite_url(Path(folder) / "study.db") if workers > 1 else None
+            shared = workers > 1 and not batch  # one study in several processes
+            storage = sqlite_url(Path(folder) / "study.db") if shared else None
             study = optuna.create_study(storage=storage, study_name="tune",
                                         direction="maximize", sampler=_sampler(optuna, seed),
                                         pruner=_pruner(optuna))
@@ -402,7 +419,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                 with warnings.catch_warnings():  # "experimental" in optuna 2.x
                     warnings.simplefilter("ignore")
                     study.enqueue_trial(first)
-            if workers == 1:
+            if batch:
+                records, stopped, workers = _in_rounds(study, tune, make, space, parts,
+                                                       deadline, batch, workers, echo=echo)
+            elif not shared:
                 records, stopped = _optimize(study, tune, make, space, parts, deadline,
                                              echo=echo)
             else:  # one shared study (SQLite), trials in `workers` processes
@@ -436,9 +456,9 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
             "simpler_than": None if kept or best.number == highest.number else {
                 "trial": int(highest.number), "validation_accuracy": float(highest.value)},
             "validation_rows": min(len(y), n_validation),
-            **_study_counts(study, stopped), "workers": workers,
+            **_study_counts(study, stopped), "workers": workers, "batch": batch,
             "budget": _budget(tune, records, len(parts[-1][1])),
-            "seconds": seconds, **_procedure(optuna, seed, workers, first, parts),
+            "seconds": seconds, **_procedure(optuna, seed, workers, first, parts, batch),
             "keep_default_se": tune.get("keep_default_se"), "patience": tune.get("patience"),
             "at_edge": _edges(space, chosen),
             "widened": {k: d["declared"] for k, d in space.items() if "declared" in d},
@@ -486,12 +506,32 @@ def _study_counts(study, stopped: str | None) -> dict:
             "stopped_by": stopped or "trials"}
 
 
-def _procedure(optuna, seed: int, workers: int, first, parts: list) -> dict:
+def lanes(workers, batch: int | None) -> int:
+    """The processes a selection's trials run in: ``workers``, "auto" the idle cores (the
+    cores this process may use less the last minute's load average, at least 1) where the
+    choice does not depend on them (``batch``) and 1 where it would; with ``batch``, at
+    most its size."""
+    import os
+
+    if workers == "auto":
+        if not batch:
+            return 1
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+        workers = max(1, cores - round(os.getloadavg()[0]))
+    return max(1, min(int(workers), batch)) if batch else max(1, int(workers or 1))
+
+
+def _procedure(optuna, seed: int, workers: int, first, parts: list,
+               batch: int | None = None) -> dict:
     """The report's sampler and pruner, as text."""
     return {
         "sampler": f"optuna {optuna.__version__} TPESampler(seed={seed}, n_startup_trials=8)"
                    + (f" in each of {workers} processes (seeds {seed}..{seed + workers - 1})"
-                      " on one SQLite study" if workers > 1 else "")
+                      " on one SQLite study" if workers > 1 and not batch else "")
+                   + (f" asked {batch} trials a round, each judged on the earlier rounds' "
+                      f"only ({workers} process{'es' if workers > 1 else ''}: the same "
+                      "choice in any number)" if batch else "")
                    + (", the defaults first" if first is not None else ""),
         "pruner": "SuccessiveHalvingPruner over the " + ("rungs" if nested(parts) else "folds")
                   + " (min_resource 1, reduction 3)"}
@@ -513,7 +553,11 @@ def _tune_line(report: Mapping, best, highest, tune: Mapping) -> str:
             + (", stopped by it" if report.get("stopped_by") in ("fits", "rows")
                else stopped_note(report))
             + (f"; trials in {report['workers']} processes: the choice may differ from a "
-               "serial run's" if report.get("workers", 1) > 1 else ""))
+               "serial run's" if report.get("workers", 1) > 1 and not report.get("batch")
+               else "")
+            + (f"; trials {report['batch']} a round in {report['workers']} processes (the "
+               "same choice in one)" if report.get("batch") and report.get("workers", 1) > 1
+               else ""))
 
 
 def _plan_line(tune: Mapping, protocol: str, parts: list) -> str:
@@ -990,6 +1034,10 @@ class _Objective:
         # in the study, and the budget is judged from every process's trials
         self.shared, self.study = shared, None
         self.halted = False  # no trial after this one: the budget is spent
+        # a trial of a round (tune.batch): the fits its round's earlier trials may make,
+        # counted as made (units, rows), and the first trial's setting, known before it ends
+        self.reserved: tuple[float, int] = (0.0, 0)
+        self.first: Mapping | None = None
 
     def _others(self) -> list:
         """The finished trials of the other processes (shared study), in trial order."""
@@ -1031,6 +1079,8 @@ class _Objective:
         return ratio * rows / len(self.parts[-1][1])
 
     def _first_params(self) -> Mapping | None:
+        if self.first is not None:
+            return self.first
         own = [r for r in self.records if r["number"] == 0]
         if own:
             return own[0]["params"]
@@ -1043,10 +1093,11 @@ class _Objective:
         if (self.budget_fits is None and self.budget_rows is None) or not self.complete():
             return None
         done = [*self.records, *(t.user_attrs["record"] for t in self._others())]
-        if self.budget_fits is not None and self.running_units + units + sum(
+        held_units, held_rows = self.reserved
+        if self.budget_fits is not None and held_units + self.running_units + units + sum(
                 r.get("fit_units", 0.0) for r in done) > self.budget_fits + 1e-9:
             return "fits"
-        if self.budget_rows is not None and self.running_rows + rows + sum(
+        if self.budget_rows is not None and held_rows + self.running_rows + rows + sum(
                 r.get("fit_rows", 0) for r in done) > self.budget_rows:
             return "rows"
         return None
@@ -1226,15 +1277,10 @@ def _optimize(study, settings, make, space, parts, deadline,
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None).  ``shared``: other processes run trials on the same study."""
-    from llc_bench.models._base import TrialCache
 
     optuna = _optuna()
     tune = settings
-    cache = TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
-                       eta0_walk=bool(tune.get("eta0_walk")),
-                       pass_cap=tune.get("init_max_iter"),
-                       calibration_repeats=tune.get("calibration_repeats"))
-    objective = _Objective(make, space, parts, deadline, shared, cache,
+    objective = _Objective(make, space, parts, deadline, shared, _trial_cache(tune, deadline),
                            tune.get("budget_fits"), tune.get("budget_rows"), tune["trials"], echo,
                            tune.get("sample_digits"))
     limit = tune["trials"]
@@ -1260,6 +1306,203 @@ def _optimize(study, settings, make, space, parts, deadline,
         return objective.records, objective.stopped_by or "patience"
     return objective.records, ("budget" if limit is None or len(study.trials) < limit
                                else None)
+
+
+def _trial_cache(tune: Mapping, deadline: float | None):
+    """What the trials of one study (or one slot of a round) share."""
+    from llc_bench.models._base import TrialCache
+
+    return TrialCache(deadline=deadline, warm_start=bool(tune.get("warm_start")),
+                      eta0_walk=bool(tune.get("eta0_walk")), pass_cap=tune.get("init_max_iter"),
+                      calibration_repeats=tune.get("calibration_repeats"))
+
+
+def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes: int,
+               echo: Callable | None = None) -> tuple[list, str | None, int]:
+    """Trials ``batch`` at a time (``tune.batch``), the round's trials in ``lanes``
+    processes; (the trial records, what stopped the study early, the processes that ran
+    trials), as :func:`_optimize`.
+
+    Every trial of a round is judged on the trials of the rounds before it only: the sampler
+    is asked for the round's settings before any is told, the pruner compares a trial with
+    the earlier rounds' (:func:`_judged_alone`), a budget counts the round's earlier trials
+    as if they fitted all their splits, and slot j of every round shares its
+    :class:`TrialCache` (warm duals, η0 walk, anchors) with slot j of the others only; the
+    stop rules are read after each round.  So the trials, their scores and the choice are
+    the same whether the slots run one after another or side by side."""
+    optuna = _optuna()
+    tune, limit = settings, settings["trials"]
+    book = _Objective(make, space, parts, deadline, budget_fits=tune.get("budget_fits"),
+                      budget_rows=tune.get("budget_rows"), trials=limit,
+                      digits=tune.get("sample_digits"))  # the study's records and fits
+    patience = _Patience(tune.get("patience"), validation_rows(parts),
+                         float(tune.get("keep_default_se") or 0.0))
+    judged: list = []  # each trial as its round judged it (its rungs), for the later rounds
+    halted = False
+    with _Lanes(lanes, (make, space, parts, deadline, tune)) as lane:
+        while not (patience.stopped or halted):
+            size = batch if limit is None else min(batch, limit - len(study.trials))
+            if size < 1:
+                break
+            asked = [study.ask() for _ in range(size)]
+            used = [{key: _suggest(t, key, dim, book.digits) for key, dim in space.items()}
+                    for t in asked]
+            book.first = book._first_params() or used[0]
+            held, runs = (0.0, 0), []
+            for t, params in zip(asked, used, strict=True):
+                runs.append(lane.submit(len(runs), t.params, {
+                    "records": list(book.records), "fits": list(book.fits),
+                    "judged": list(judged), "reserved": held, "first": book.first}))
+                held = (held[0] + sum(book.fit_units(params, len(p[1])) for p in parts),
+                        held[1] + sum(len(p[1]) for p in parts))
+            for t, run in zip(asked, runs, strict=True):
+                out = run()
+                for step, value in sorted(out["judged"].intermediate_values.items()):
+                    t.report(value, step)  # as the trial reported them (the sampler reads them)
+                if out["error"] is not None:
+                    t.set_user_attr("fail_reason", out["error"])
+                study.tell(t, out["score"], state=optuna.trial.TrialState[out["state"]])
+                book.records.append({**out["record"], "number": t.number})
+                book.fits.extend(out["fits"])
+                judged.append(out["judged"])
+                book.stopped_by = book.stopped_by or out["stopped_by"]
+                halted = halted or out["halted"]
+                patience(out["score"])
+                if echo is not None and len(book.records) == 1:
+                    echo(book.rest_line(book.records[0]))
+            halted = halted or book.over_budget()
+            if limit is not None and len(study.trials) >= limit:
+                break
+    used = lane.n if lane.used else 1
+    if patience.stopped or book.stopped_by:
+        return book.records, book.stopped_by or "patience", used
+    return book.records, ("budget" if limit is None or len(study.trials) < limit
+                          else None), used
+
+
+def _judged_alone(optuna, judged: list, raw: Mapping):
+    """A trial of a round in a study of its own: the earlier rounds' trials as they were
+    judged, then this one (its setting enqueued), so the pruner compares it with those only,
+    whichever process runs it and whatever runs beside it."""
+    view = optuna.create_study(direction="maximize", pruner=_pruner(optuna),
+                               sampler=optuna.samplers.RandomSampler(seed=0))
+    with warnings.catch_warnings():  # "experimental" in optuna 2.x
+        warnings.simplefilter("ignore")
+        view.add_trials(judged)
+        view.enqueue_trial(dict(raw))
+    return view, view.ask()
+
+
+def _round_trial(search: tuple, caches: dict, slot: int, raw: Mapping, context: Mapping) -> dict:
+    """Slot ``slot``'s trial of a round (the sampler's ``raw`` setting), fitted and scored
+    with that slot's cache, as ``context`` (the study before the round) has it."""
+    make, space, parts, deadline, tune = search
+    optuna = _optuna()
+    if slot not in caches:
+        caches[slot] = _trial_cache(tune, deadline)
+    objective = _Objective(make, space, parts, deadline, cache=caches[slot],
+                           budget_fits=tune.get("budget_fits"),
+                           budget_rows=tune.get("budget_rows"), trials=tune["trials"],
+                           digits=tune.get("sample_digits"))
+    objective.records, objective.fits = list(context["records"]), list(context["fits"])
+    objective.reserved, objective.first = context["reserved"], context["first"]
+    view, trial = _judged_alone(optuna, context["judged"], raw)
+    state, score, error = "COMPLETE", None, None
+    try:
+        score = objective(trial)
+    except Pruned:
+        state = "PRUNED"
+    except CATCH as err:
+        state, error = "FAIL", f"{type(err).__name__}: {err}"[:200]
+    view.tell(trial, score, state=optuna.trial.TrialState[state])
+    return {"state": state, "score": score, "error": error, "record": objective.records[-1],
+            "fits": objective.fits[len(context["fits"]):], "stopped_by": objective.stopped_by,
+            "halted": objective.halted, "judged": view.trials[-1]}
+
+
+_LANE: dict = {}  # in a lane's process: its search and its slots' caches
+
+
+def _lane_start(search: tuple, threads: int, token: str) -> None:
+    import numba
+    from joblib.externals.loky import process_executor
+
+    # loky restarts a worker whose memory grew by 300 MB (with psutil): this one holds its
+    # slots' caches on purpose, and a restart would lose them
+    process_executor._USE_PSUTIL = False
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    _LANE.clear()
+    _LANE.update(search=search, caches={}, token=token)
+
+
+def _lane_trial(token: str, slot: int, raw: Mapping, context: Mapping, cache=None) -> dict:
+    if _LANE.get("token") != token:  # never silently: the slot's cache would be another's
+        raise RuntimeError("a selection lane's process was restarted: its trials' caches "
+                           "are gone")
+    if cache is not None:  # the slot's cache, from this process on
+        _LANE["caches"][slot] = cache
+    return _round_trial(_LANE["search"], _LANE["caches"], slot, raw, context)
+
+
+class _Lanes:
+    """Where a round's trials run: slot j in lane j mod ``n``; lane 0 is this process, each
+    other lane one process of its own, started with the search and kept to its end.  Until
+    a lane's process is ready (its imports take seconds: a short search never waits for
+    them), its slots run here; from then on there, each slot's cache moved along with its
+    first trial there.  ``submit`` gives a call that returns the trial's result: a slot run
+    here runs when called, after the round's slots elsewhere have started."""
+
+    #: wait for each lane's process to start before a round (tests: the lanes surely used)
+    wait_for_start = False
+
+    def __init__(self, n: int, search: tuple):
+        self.n, self.search, self.caches = max(1, int(n)), search, {}
+        self.pools: list = []
+        self.ready: list = []  # per lane of its own: its start (a future)
+        self.threads: int | None = None  # this process's numba threads before the lanes
+        self.used = False  # whether a trial ran in another process
+
+    def __enter__(self):
+        if self.n > 1:
+            import uuid
+
+            import numba
+            from joblib.externals.loky import ProcessPoolExecutor
+
+            self.threads = numba.get_num_threads()
+            self.share = max(1, self.threads // self.n)  # the cores shared out between lanes
+            self.token = uuid.uuid4().hex
+            # loky: a process of its own (no fork of numba's threads), a script without a
+            # __main__ guard not run again
+            self.pools = [ProcessPoolExecutor(max_workers=1) for _ in range(self.n - 1)]
+            self.ready = [pool.submit(_lane_start, self.search, self.share, self.token)
+                          for pool in self.pools]
+        return self
+
+    def submit(self, slot: int, raw: Mapping, context: Mapping) -> Callable[[], dict]:
+        lane = slot % self.n
+        if lane and self.wait_for_start:
+            self.ready[lane - 1].result()
+        if lane == 0 or not self.ready[lane - 1].done():
+            return lambda: _round_trial(self.search, self.caches, slot, raw, context)
+        self.ready[lane - 1].result()  # a process that could not start says why
+        if not self.used:
+            import numba
+
+            numba.set_num_threads(self.share)
+            self.used = True
+        future = self.pools[lane - 1].submit(_lane_trial, self.token, slot, raw, context,
+                                             self.caches.pop(slot, None))
+        return future.result
+
+    def __exit__(self, *exc):
+        for pool in self.pools:  # every result is in: a process still starting ends after
+            pool.shutdown(wait=False, kill_workers=exc[0] is not None)  # it, unwaited for
+        if self.threads is not None:
+            import numba
+
+            numba.set_num_threads(self.threads)
+        return False
 
 
 def _worker(storage, seed, settings, make, space, parts,

@@ -69,6 +69,10 @@ DIGITS = "sample_digits"
 # The one-standard-error rule over the space's capacity dimensions (a number of standard
 # errors; null: the best trial, no one-SE rule, as selections without it were keyed).
 SIMPLER = "simpler_se"
+# Trials in rounds of this many, each judged on the earlier rounds' only, so that their
+# processes (``workers``) do not change the choice (null: one after another, as selections
+# before it were keyed).
+BATCH = "batch"
 # Learned-anchor models: the space's other keys searched with fixed anchors first (cheap
 # fits), then only what learning the anchors adds (conf/search's ``search.fixed_first``).
 STAGED = "fixed_first"
@@ -203,7 +207,7 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         if tune.get(key) is not None and tune.get(key) is not False:
             settings[key] = tune.get(key)
     for key in (PASS_CAP, CHOICE_PASS_CAP, CALIBRATION, SIMPLER, DIGITS, SECOND_STAGE,
-                "budget_fits", "budget_rows"):  # false: an error below
+                "budget_fits", "budget_rows", BATCH):  # false: an error below
         if tune.get(key) is not None:
             settings[key] = tune.get(key)
     subsample = tune.get(SUBSAMPLE)  # null: the model's declared search.cv_max_rows, if any
@@ -301,9 +305,12 @@ def _check_settings(s: dict) -> None:
     if not isinstance(s["holdout_min_rows"], int) or s["holdout_min_rows"] < 0:
         bad("holdout_min_rows", "an integer >= 0")
     workers = s["workers"]
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        bad("workers", "an integer >= 1")
+    if workers is not None and workers != "auto" and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        bad("workers", "an integer >= 1 or auto")
+    batch = s.get(BATCH)
+    if batch is not None and (type(batch) is not int or batch < 1):
+        bad(BATCH, "an integer >= 1 or null (one trial after another)")
     patience = s["patience"]
     if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int)
                                  or patience < 1):

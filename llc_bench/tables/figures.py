@@ -10,6 +10,7 @@ skipped with a message; a figure with nothing left to draw is skipped, never an 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -324,6 +325,7 @@ class FigureBuilder:
         one_run = {m for m, raw in (spec.get("models") or {}).items() if (raw or {}).get("one_run")}
         seeds = int(spec.get("seeds", 1))
         default = [DEFAULT_POINT] if spec.get("default_point") else []
+        budget_key = _budget_key(name, spec)
         runs = {}
         for d in datasets:
             for m, (preset, _, over) in models.items():
@@ -331,6 +333,8 @@ class FigureBuilder:
                     o = _run_overrides(spec, d, over)
                     if b == DEFAULT_POINT:  # the selection a user's own data gets
                         o = {**o, "tune": "on"}
+                    elif b is not None and budget_key != "tune.budget_s":
+                        o = {**o, "tune": "on", budget_key: b}  # the default procedure, this budget
                     elif b is not None:  # the budget alone ends the selection, in the
                         # procedure its points were measured with (their keys)
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
@@ -349,13 +353,19 @@ class FigureBuilder:
                     return (float(np.mean([fit_seconds(r) for r in recs])),
                             float(np.mean([METRICS["accuracy"].read(r) for r in recs])))
 
-                pts = sorted(point(recs) for (dd, mm, b), recs in records.items()
+                pts = sorted((*point(recs), b) for (dd, mm, b), recs in records.items()
                              if dd == d and mm == m and recs and b != DEFAULT_POINT)
                 if not pts:
                     skipped.append(f"{m} on {d}: no record")
                     continue
                 line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
                                 label=label if m in one_run else f"{label} ({len(pts)} budgets)")
+                if budget_key == "tune.budget_rows":  # a counted budget: each point says it
+                    for x, y, b in pts:
+                        if b is not None:
+                            ax.annotate(f"{b / 1000:g}k rows", (x, y), xytext=(3, -8),
+                                        textcoords="offset points", fontsize=5,
+                                        color=line.get_color())
                 drawn += 1
                 if records.get((d, m, DEFAULT_POINT)):
                     x, y = point(records[(d, m, DEFAULT_POINT)])
@@ -427,6 +437,21 @@ class FigureBuilder:
 
 #: the Pareto figure's point of a model's default selection procedure (``tune=on``)
 DEFAULT_POINT = "default"
+
+
+def _budget_key(name: str, spec: Mapping) -> str:
+    """A Pareto figure's ``budget_key``: what its ``budgets`` set, ``tune.budget_s`` (the
+    default: seconds, in the procedure those points were measured with) or a counted budget
+    (``tune.budget_rows``, ``tune.budget_fits``: the default procedure with that budget)."""
+    from llc_bench.selection.search import BUDGETS
+
+    key = str(spec.get("budget_key", "tune.budget_s"))
+    if key.removeprefix("tune.") not in BUDGETS or not key.startswith("tune."):
+        from llc_bench.errors import ConfigError
+
+        raise ConfigError(f"conf/tables.yaml: figures.{name}.budget_key={key}: must be one of "
+                          + ", ".join(f"tune.{b}" for b in BUDGETS))
+    return key
 
 
 def _peer_points(path) -> dict:
@@ -502,6 +527,11 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 spec["titles"] = {"file": f"file {Path(str(own.get('dataset.train'))).name}"}
             kind = spec.get("kind")
             echo(f"[{name}] {spec.get('title', '')}")
+            if "file" in (spec.get("datasets") or []) and not own:
+                out[name] = (f"skipped: it draws your own files: llc-bench figures --figure "
+                             f"{name} --dataset file dataset.train=PATH dataset.test=PATH")
+                echo(f"  {out[name]}")
+                continue
             skipped: list[str] = []
             draw = getattr(builder, kind, None) if kind in ("vs_param", "history", "boundary",
                                                             "pareto") else None

@@ -299,3 +299,40 @@ def test_a_second_own_file_of_the_same_name_gets_a_figure_of_its_own(tmp_path):
     assert own_files_label(first) != own_files_label(second)
     assert own_files_label(first) == own_files_label(dict(first))
     assert own_files_label(first) != own_files_label({**first, "dataset.test_fraction": 0.5})
+
+
+def test_pareto_files_draws_counted_budgets_and_only_on_own_files(tmp_path, monkeypatch):
+    """The large-file Pareto figure: without own files it is skipped (nothing run); on them
+    each selecting model runs the default procedure under each counted budget
+    (``tune.budget_rows``: quick, 2,000 rows) and at the default (500,000); a budget key
+    that is not a budget is one error naming it."""
+    import numpy as np
+
+    from llc_bench.tables.figures import _budget_key
+
+    monkeypatch.chdir(tmp_path)
+    lines: list[str] = []
+    out = figures_command(["--profile", "quick", "--figure", "pareto_files", "--no-run",
+                           "--results-dir", str(tmp_path / "results")], echo=lines.append)
+    assert out["pareto_files"].startswith("skipped: it draws your own files: llc-bench "
+                                          "figures --figure pareto_files --dataset file")
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
+    rows = ["u,v,sign"] + [f"{a:.4f},{b:.4f},{t}" for (a, b), t in zip(X, y, strict=True)]
+    (tmp_path / "big.csv").write_text("\n".join(rows[:201]) + "\n")
+    (tmp_path / "big_test.csv").write_text("\n".join([rows[0], *rows[201:]]) + "\n")
+    out = figures_command(["--profile", "quick", "--figure", "pareto_files", "--launcher",
+                           "basic", "--dataset", "file", "dataset.train=big.csv",
+                           "dataset.test=big_test.csv"], echo=lines.append)
+    assert out["pareto_files"].endswith(".png"), (out, lines)
+    records = [r for _, r, _ in ResultsStore(tmp_path / "results-scratch").records() if r]
+    budgets = sorted((r["model"], r["config"]["tune"]["budget_rows"],
+                      r["config"]["tune"]["budget_s"]) for r in records)
+    assert budgets == [("llsvm", 2000, None), ("llsvm", 500000, None)], lines
+    small = next(r for r in records if r["config"]["tune"]["budget_rows"] == 2000)
+    assert small["config"]["tune"]["trials"] == 30 and small["tune"]["n_trials"] < 30
+    for bad in ("budget_s", "tune.trials", "tune.budget_rowz"):
+        with pytest.raises(ConfigError, match=f"figures.pareto_files.budget_key={bad}: "
+                                              "must be one of tune.budget_s"):
+            _budget_key("pareto_files", {"budget_key": bad})
