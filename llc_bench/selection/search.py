@@ -1326,10 +1326,12 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
     Every trial of a round is judged on the trials of the rounds before it only: the sampler
     is asked for the round's settings before any is told, the pruner compares a trial with
     the earlier rounds' (:func:`_judged_alone`), a budget counts the round's earlier trials
-    as if they fitted all their splits, and slot j of every round shares its
-    :class:`TrialCache` (warm duals, η0 walk, anchors) with slot j of the others only; the
-    stop rules are read after each round.  So the trials, their scores and the choice are
-    the same whether the slots run one after another or side by side."""
+    as if they fitted all their splits, and slot j of every round shares what depends on the
+    order of the fits in its :class:`TrialCache` (warm duals, η0 walk) with slot j of the
+    others only (the k-means anchors and neighbour searches, the same in any order, with
+    every slot in its process); the stop rules are read after each round.  So the trials,
+    their scores and the choice are the same whether the slots run one after another or side
+    by side."""
     optuna = _optuna()
     tune, limit = settings, settings["trials"]
     book = _Objective(make, space, parts, deadline, budget_fits=tune.get("budget_fits"),
@@ -1400,6 +1402,9 @@ def _round_trial(search: tuple, caches: dict, slot: int, raw: Mapping, context: 
     optuna = _optuna()
     if slot not in caches:
         caches[slot] = _trial_cache(tune, deadline)
+        other = next((c for key, c in caches.items() if key != slot), None)
+        if other is not None:  # k-means and neighbour searches: the same in any order
+            caches[slot].anchors, caches[slot].distances = other.anchors, other.distances
     objective = _Objective(make, space, parts, deadline, cache=caches[slot],
                            budget_fits=tune.get("budget_fits"),
                            budget_rows=tune.get("budget_rows"), trials=tune["trials"],
