@@ -174,8 +174,8 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         Processes: with ``batch``, the round's trials side by side in up to ``batch`` of
         them (the same choice as in one); without, trials in this many processes on one
         shared study (the choice may then differ from a serial run's).  "auto": with
-        ``batch``, this machine's idle cores (its cores less the last minute's load
-        average, at least 1); without, 1.
+        ``batch``, this process and one per idle core (the cores less the last minute's
+        load average, this process's among it); without, 1.
     refit : bool, default=True
         Fit ``best_estimator_`` on all rows with the chosen setting.
     random_state : int, default=0
@@ -507,10 +507,10 @@ def _study_counts(study, stopped: str | None) -> dict:
 
 
 def lanes(workers, batch: int | None) -> int:
-    """The processes a selection's trials run in: ``workers``, "auto" the idle cores (the
-    cores this process may use less the last minute's load average, at least 1) where the
-    choice does not depend on them (``batch``) and 1 where it would; with ``batch``, at
-    most its size."""
+    """The processes a selection's trials run in: ``workers``, "auto" this one and one per
+    idle core (the cores this process may use less the last minute's load average, of
+    which this process is one) where the choice does not depend on them (``batch``) and 1
+    where it would; with ``batch``, at most its size."""
     import os
 
     if workers == "auto":
@@ -518,7 +518,7 @@ def lanes(workers, batch: int | None) -> int:
             return 1
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
             os.cpu_count() or 1)
-        workers = max(1, cores - round(os.getloadavg()[0]))
+        workers = 1 + max(0, cores - max(1, round(os.getloadavg()[0])))
     return max(1, min(int(workers), batch)) if batch else max(1, int(workers or 1))
 
 

@@ -345,7 +345,8 @@ class FigureBuilder:
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))
-        fig, axes = _axes(len(datasets), width=4.6, height=3.6)
+        # one panel: its legend beside it, the figure wider by as much
+        fig, axes = _axes(len(datasets), width=4.6 if len(datasets) > 1 else 7.2, height=3.6)
         drawn = 0
         for ax, d in zip(axes, datasets, strict=True):
             for m, (_, label, _) in models.items():
@@ -361,9 +362,10 @@ class FigureBuilder:
                 line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=4,
                                 label=label if m in one_run else f"{label} ({len(pts)} budgets)")
                 if budget_key == "tune.budget_rows":  # a counted budget: each point says it
-                    for x, y, b in pts:
+                    for i, (x, y, b) in enumerate(pts):
                         if b is not None:
-                            ax.annotate(f"{b / 1000:g}k rows", (x, y), xytext=(3, -8),
+                            ax.annotate(f"{b / 1000:g}k rows", (x, y),
+                                        xytext=(3, -8 if i % 2 == 0 else 4),
                                         textcoords="offset points", fontsize=5,
                                         color=line.get_color())
                 drawn += 1
@@ -379,8 +381,9 @@ class FigureBuilder:
             ax.set_xlabel("total fit time, selection included (s)")
             ax.set_ylabel("test accuracy (%)")
             ax.grid(alpha=0.3, which="both")
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(fontsize=6)
+            if ax.get_legend_handles_labels()[0]:  # a panel of its own: the legend beside it
+                ax.legend(fontsize=6, **({} if len(datasets) > 1 else
+                                         {"loc": "upper left", "bbox_to_anchor": (1.02, 1)}))
         return fig if drawn else None
 
     @_kind
@@ -524,7 +527,8 @@ def build_figures(names, profile: Profile, out_dir, executor, results_dir, mirro
                 by_dataset = dict(spec.get("dataset_overrides") or {})
                 spec["dataset_overrides"] = {**by_dataset,
                                              "file": {**(by_dataset.get("file") or {}), **own}}
-                spec["titles"] = {"file": f"file {Path(str(own.get('dataset.train'))).name}"}
+                train = Path(str(own.get("dataset.train")))  # its folder too: data/x/train.csv
+                spec["titles"] = {"file": f"file {train.parent.name}/{train.name}"}
             kind = spec.get("kind")
             echo(f"[{name}] {spec.get('title', '')}")
             if "file" in (spec.get("datasets") or []) and not own:
