@@ -70,15 +70,26 @@ def _calls_in(tree, name: str) -> int:
 
 def test_no_module_runs_a_search_loop_of_its_own():
     """Optuna's own loop (``Study.optimize``) is called nowhere, ``Study.ask`` is taken only
-    where SearchCV hands Optuna's trials to the one loop (which alone calls ``ask()``), and
-    the two searches call the loop."""
+    where SearchCV hands Optuna's trials to the one loop (which alone calls ``ask()``, but
+    for the function it is handed that asks a round of trials at once, and the one trial of
+    a round set in a study of its own for the pruner), and the two searches call the
+    loop."""
     trees = {p.relative_to(PACKAGE).as_posix(): ast.parse(p.read_text())
              for p in PACKAGE.rglob("*.py")}
     assert {m for m, tree in trees.items() if _calls_in(tree, "optimize")} == set()
     assert {m for m, tree in trees.items() if any(
         isinstance(node, ast.Attribute) and node.attr == "ask"
         for node in ast.walk(tree))} == {"selection/search.py"}
-    assert {m for m, tree in trees.items() if _calls_in(tree, "ask")} == {"trials.py"}
+    assert {m for m, tree in trees.items() if _calls_in(tree, "ask")} == {
+        "trials.py", "selection/search.py"}
+    asking = {node.name for node in ast.walk(trees["selection/search.py"])
+              if isinstance(node, ast.FunctionDef) and _calls_in(node, "ask")
+              and not any(_calls_in(inner, "ask") for inner in ast.walk(node)
+                          if inner is not node and isinstance(inner, ast.FunctionDef))}
+    assert asking == {"ask_round", "_judged_alone"}
+    handed = [node for node in ast.walk(trees["selection/search.py"])
+              if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "run_trials"]
+    assert any(getattr(call.args[0], "id", None) == "ask_round" for call in handed)
     assert {m for m, tree in trees.items() if _calls_in(tree, "run_trials")} == {
         "models/grid_search.py", "selection/search.py"}
 

@@ -1340,46 +1340,75 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
     patience = _Patience(tune.get("patience"), validation_rows(parts),
                          float(tune.get("keep_default_se") or 0.0))
     judged: list = []  # each trial as its round judged it (its rungs), for the later rounds
-    halted = False
-    with _Lanes(lanes, (make, space, parts, deadline, tune)) as lane:
-        while not (patience.stopped or halted):
+    queue: list = []  # the round's trials not yet told: (trial, the call that runs it)
+    results: dict = {}  # trial number -> what its run gave
+    state = {"halted": False}
+
+    def ask_round():
+        """The round's next trial; a new round (its settings asked at once, the other
+        processes' slots started) when the last is told."""
+        if not queue:
             size = batch if limit is None else min(batch, limit - len(study.trials))
             if size < 1:
-                break
+                return None
             asked = [study.ask() for _ in range(size)]
             used = [{key: _suggest(t, key, dim, book.digits) for key, dim in space.items()}
                     for t in asked]
             book.first = book._first_params() or used[0]
-            held, runs = (0.0, 0), []
-            for t, params in zip(asked, used, strict=True):
-                runs.append(lane.submit(len(runs), t.params, {
+            held = (0.0, 0)
+            for slot, (t, params) in enumerate(zip(asked, used, strict=True)):
+                queue.append((t, lane.submit(slot, t.params, {
                     "records": list(book.records), "fits": list(book.fits),
-                    "judged": list(judged), "reserved": held, "first": book.first}))
+                    "judged": list(judged), "reserved": held, "first": book.first})))
                 held = (held[0] + sum(book.fit_units(params, len(p[1])) for p in parts),
                         held[1] + sum(len(p[1]) for p in parts))
-            for t, run in zip(asked, runs, strict=True):
-                out = run()
-                for step, value in sorted(out["judged"].intermediate_values.items()):
-                    t.report(value, step)  # as the trial reported them (the sampler reads them)
-                if out["error"] is not None:
-                    t.set_user_attr("fail_reason", out["error"])
-                study.tell(t, out["score"], state=optuna.trial.TrialState[out["state"]])
-                book.records.append({**out["record"], "number": t.number})
-                book.fits.extend(out["fits"])
-                judged.append(out["judged"])
-                book.stopped_by = book.stopped_by or out["stopped_by"]
-                halted = halted or out["halted"]
-                patience(out["score"])
-                if echo is not None and len(book.records) == 1:
-                    echo(book.rest_line(book.records[0]))
-            halted = halted or book.over_budget()
-            if limit is not None and len(study.trials) >= limit:
-                break
+        return queue[0]
+
+    def evaluate(item) -> float:
+        t, run = item
+        out = results[t.number] = run()
+        for step, value in sorted(out["judged"].intermediate_values.items()):
+            t.report(value, step)  # as the trial reported them (the sampler reads them)
+        if out["state"] == "PRUNED":
+            raise Pruned()
+        if out["state"] == "FAIL":
+            raise _TrialFailed(out["error"])
+        return out["score"]
+
+    def tell(item, end: str, score, error) -> None:
+        t, _ = queue.pop(0)
+        if error is not None:
+            t.set_user_attr("fail_reason", str(error) if isinstance(error, _TrialFailed)
+                            else f"{type(error).__name__}: {error}"[:200])
+        study.tell(t, score, state=optuna.trial.TrialState[end])
+        out = results.pop(t.number, None)
+        if out is None:  # an error that ends the search
+            return
+        book.records.append({**out["record"], "number": t.number})
+        book.fits.extend(out["fits"])
+        judged.append(out["judged"])
+        book.stopped_by = book.stopped_by or out["stopped_by"]
+        state["halted"] = state["halted"] or out["halted"]
+        patience(score)
+        if echo is not None and len(book.records) == 1:
+            echo(book.rest_line(book.records[0]))
+        if not queue:  # the round's last: a seconds cap read once a round
+            state["halted"] = state["halted"] or book.over_budget()
+
+    def stop() -> bool:  # after a round only
+        return not queue and (patience.stopped or state["halted"])
+
+    with _Lanes(lanes, (make, space, parts, deadline, tune)) as lane:
+        run_trials(ask_round, evaluate, tell, stop=stop, catch=(*CATCH, _TrialFailed))
     used = lane.n if lane.used else 1
     if patience.stopped or book.stopped_by:
         return book.records, book.stopped_by or "patience", used
     return book.records, ("budget" if limit is None or len(study.trials) < limit
                           else None), used
+
+
+class _TrialFailed(ValueError):
+    """A trial of a round that failed where it ran (another process): its error's text."""
 
 
 def _judged_alone(optuna, judged: list, raw: Mapping):
