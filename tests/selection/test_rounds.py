@@ -10,7 +10,7 @@ from conftest import compose_run
 
 from llc_bench.errors import ConfigError
 from llc_bench.experiment.runner import build_estimator, prepare_config, summary_line
-from llc_bench.models import LLSVMClassifier
+from llc_bench.models import LLSVMClassifier, ML3Classifier
 from llc_bench.selection import SearchCV
 from llc_bench.selection import search as search_module
 from llc_bench.selection.search import lanes
@@ -109,3 +109,15 @@ def test_the_processes_of_a_selection():
     assert 1 <= lanes("auto", 2) <= 2
     with pytest.raises(ValueError, match="workers"):
         SearchCV(LLSVMClassifier(), workers="all").fit(*_rings(60, 0))
+
+
+def test_ml3_s_rounds_choose_the_same_in_one_process_or_two(monkeypatch):
+    """ML3 on three classes (its CCCP fits, a dimension per class count): rounds of 2 in
+    two processes give one process's trials and choice."""
+    monkeypatch.setattr(search_module._Lanes, "wait_for_start", True)
+    X, y = _rings(360, 2)
+    y = np.where(X[:, 0] > 0.8, 2, y)
+    one, two = (SearchCV(ML3Classifier(random_state=0), trials=8, refit=False, batch=2,
+                         workers=w).fit(X, y) for w in (1, 2))
+    assert two.report_["workers"] == 2
+    assert _trials(two) == _trials(one) and two.best_params_ == one.best_params_
