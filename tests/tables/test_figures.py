@@ -248,19 +248,25 @@ def test_vs_param_log_axis_ticks_every_value_and_labels_those_with_room(tmp_path
     assert _boxes_apart(fig, fig._suptitle, ax.title)
 
 
+def _own_files(folder, stem: str, seed: int) -> None:
+    """A user's two CSV files ``<stem>.csv`` (200 rows) and ``<stem>_test.csv`` (100): the
+    sign of x * y, two named classes."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
+    rows = ["u,v,sign"] + [f"{a:.4f},{b:.4f},{t}" for (a, b), t in zip(X, y, strict=True)]
+    (folder / f"{stem}.csv").write_text("\n".join(rows[:201]) + "\n")
+    (folder / f"{stem}_test.csv").write_text("\n".join([rows[0], *rows[201:]]) + "\n")
+
+
 def test_pareto_on_own_files_runs_them_into_the_scratch_store(tmp_path, monkeypatch):
     """`figures --figure pareto --dataset file dataset.train=... dataset.test=...`: the runs
     read the user's files (their sha256 in the key, so a redraw finds them), go to
     results-scratch (not the committed results/), and the figure is named after the file."""
-    import numpy as np
-
     monkeypatch.chdir(tmp_path)
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 2))
-    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
-    lines = ["u,v,sign"] + [f"{a:.4f},{b:.4f},{t}" for (a, b), t in zip(X, y, strict=True)]
-    (tmp_path / "mine.csv").write_text("\n".join(lines[:201]) + "\n")
-    (tmp_path / "mine_test.csv").write_text("\n".join([lines[0], *lines[201:]]) + "\n")
+    _own_files(tmp_path, "mine", seed=0)
     args = ["--profile", "quick", "--figure", "pareto", "--launcher", "basic", "--dataset",
             "file", "dataset.train=mine.csv", "dataset.test=mine_test.csv"]
     echoed: list[str] = []
@@ -306,7 +312,6 @@ def test_pareto_files_draws_counted_budgets_and_only_on_own_files(tmp_path, monk
     each selecting model runs the default procedure under each counted budget
     (``tune.budget_rows``: quick, 2,000 rows) and at the default (500,000); a budget key
     that is not a budget is one error naming it."""
-    import numpy as np
 
     from llc_bench.tables.figures import _budget_key
 
@@ -316,12 +321,7 @@ def test_pareto_files_draws_counted_budgets_and_only_on_own_files(tmp_path, monk
                            "--results-dir", str(tmp_path / "results")], echo=lines.append)
     assert out["pareto_files"].startswith("skipped: it draws your own files: llc-bench "
                                           "figures --figure pareto_files --dataset file")
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(300, 2))
-    y = np.where(X[:, 0] * X[:, 1] > 0, "same", "other")
-    rows = ["u,v,sign"] + [f"{a:.4f},{b:.4f},{t}" for (a, b), t in zip(X, y, strict=True)]
-    (tmp_path / "big.csv").write_text("\n".join(rows[:201]) + "\n")
-    (tmp_path / "big_test.csv").write_text("\n".join([rows[0], *rows[201:]]) + "\n")
+    _own_files(tmp_path, "big", seed=1)
     out = figures_command(["--profile", "quick", "--figure", "pareto_files", "--launcher",
                            "basic", "--dataset", "file", "dataset.train=big.csv",
                            "dataset.test=big_test.csv"], echo=lines.append)
