@@ -6,7 +6,7 @@ tune`` and the model presets run (docs/guide/tuning.md)::
     from llc_bench.models import LLSVMClassifier
     from llc_bench.selection import SearchCV
 
-    search = SearchCV(LLSVMClassifier(), trials=20).fit(X, y)
+    search = SearchCV(LLSVMClassifier(random_state=0), trials=20).fit(X, y)
     search.best_params_, search.score(X_test, y_test)
 
 :class:`SearchCV`:
