@@ -1277,7 +1277,6 @@ def _optimize(study, settings, make, space, parts, deadline,
     """Trials in this process until the study holds ``tune.trials`` of them, patience runs
     out or the budget ends; (this process's trial records, what stopped it early: "budget",
     "patience" or None).  ``shared``: other processes run trials on the same study."""
-
     optuna = _optuna()
     tune = settings
     objective = _Objective(make, space, parts, deadline, shared, _trial_cache(tune, deadline),
@@ -1291,7 +1290,7 @@ def _optimize(study, settings, make, space, parts, deadline,
     def tell(trial, state: str, score, error) -> None:
         nonlocal full
         if error is not None:
-            trial.set_user_attr("fail_reason", f"{type(error).__name__}: {error}"[:200])
+            trial.set_user_attr("fail_reason", _failure(error))
         study.tell(trial, score, state=optuna.trial.TrialState[state])
         objective.stop_on_budget()
         patience(score)
@@ -1317,9 +1316,9 @@ def _trial_cache(tune: Mapping, deadline: float | None):
                       calibration_repeats=tune.get("calibration_repeats"))
 
 
-def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes: int,
+def _in_rounds(study, settings, make, space, parts, deadline, batch: int, processes: int,
                echo: Callable | None = None) -> tuple[list, str | None, int]:
-    """Trials ``batch`` at a time (``tune.batch``), the round's trials in ``lanes``
+    """Trials ``batch`` at a time (``tune.batch``), the round's trials in ``processes``
     processes; (the trial records, what stopped the study early, the processes that ran
     trials), as :func:`_optimize`.
 
@@ -1342,7 +1341,7 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
     judged: list = []  # each trial as its round judged it (its rungs), for the later rounds
     queue: list = []  # the round's trials not yet told: (trial, the call that runs it)
     results: dict = {}  # trial number -> what its run gave
-    state = {"halted": False}
+    halted = False  # the budget is spent: no round after this one
 
     def ask_round():
         """The round's next trial; a new round (its settings asked at once, the other
@@ -1376,10 +1375,10 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
         return out["score"]
 
     def tell(item, end: str, score, error) -> None:
+        nonlocal halted
         t, _ = queue.pop(0)
         if error is not None:
-            t.set_user_attr("fail_reason", str(error) if isinstance(error, _TrialFailed)
-                            else f"{type(error).__name__}: {error}"[:200])
+            t.set_user_attr("fail_reason", _failure(error))
         study.tell(t, score, state=optuna.trial.TrialState[end])
         out = results.pop(t.number, None)
         if out is None:  # an error that ends the search
@@ -1388,17 +1387,17 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
         book.fits.extend(out["fits"])
         judged.append(out["judged"])
         book.stopped_by = book.stopped_by or out["stopped_by"]
-        state["halted"] = state["halted"] or out["halted"]
+        halted = halted or out["halted"]
         patience(score)
         if echo is not None and len(book.records) == 1:
             echo(book.rest_line(book.records[0]))
         if not queue:  # the round's last: a seconds cap read once a round
-            state["halted"] = state["halted"] or book.over_budget()
+            halted = halted or book.over_budget()
 
     def stop() -> bool:  # after a round only
-        return not queue and (patience.stopped or state["halted"])
+        return not queue and (patience.stopped or halted)
 
-    with _Lanes(lanes, (make, space, parts, deadline, tune)) as lane:
+    with _Lanes(processes, (make, space, parts, deadline, tune)) as lane:
         run_trials(ask_round, evaluate, tell, stop=stop, catch=(*CATCH, _TrialFailed))
     used = lane.n if lane.used else 1
     if patience.stopped or book.stopped_by:
@@ -1409,6 +1408,14 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, lanes:
 
 class _TrialFailed(ValueError):
     """A trial of a round that failed where it ran (another process): its error's text."""
+
+
+def _failure(error: BaseException) -> str:
+    """A failed trial's ``fail_reason``: the error's type and text (a round's trial that
+    failed elsewhere: the text it sent)."""
+    if isinstance(error, _TrialFailed):
+        return str(error)
+    return f"{type(error).__name__}: {error}"[:200]
 
 
 def _judged_alone(optuna, judged: list, raw: Mapping):
@@ -1447,7 +1454,7 @@ def _round_trial(search: tuple, caches: dict, slot: int, raw: Mapping, context: 
     except Pruned:
         state = "PRUNED"
     except CATCH as err:
-        state, error = "FAIL", f"{type(err).__name__}: {err}"[:200]
+        state, error = "FAIL", _failure(err)
     view.tell(trial, score, state=optuna.trial.TrialState[state])
     return {"state": state, "score": score, "error": error, "record": objective.records[-1],
             "fits": objective.fits[len(context["fits"]):], "stopped_by": objective.stopped_by,
