@@ -17,11 +17,13 @@ tune`` and the model presets run (docs/guide/tuning.md)::
   other rows: successive halving with rows as the resource);
 * searches with Optuna's seeded TPE sampler, the estimator's own setting as the first trial
   (a dimension that does not hold it is widened; a ``null_means`` value stands for a None),
-  and a successive-halving pruner over the folds or rungs; trials run one after another, so
-  the same seed gives the same trials and the same choice; or (``batch``) in rounds, each
-  trial judged on the earlier rounds' only, a round's trials side by side in up to
-  ``workers`` processes with the same trials and choice as in one (``workers`` > 1 without
-  ``batch``: trials in that many processes on one study, the choice may then differ);
+  and a successive-halving pruner over the folds or rungs; trials run in rounds of
+  ``batch`` (2), each trial judged on the earlier rounds' only, a round's trials side by side
+  in up to ``workers`` processes (``auto``: where cores are idle and the rest of the search
+  is long enough to pay for a process) with the same trials and choice as in one, so the
+  same seed gives the same trials and the same choice on any machine (``batch=None``: one
+  trial after another; ``workers`` > 1 without ``batch``: trials in that many processes on
+  one study, the choice may then differ);
 * stops after ``trials`` trials, or earlier when ``patience`` trials in a row have not
   beaten the best by more than ``keep_default_se`` standard errors of the validation rows,
   or when the next fit would end past ``budget_s`` seconds (judged from the fits so far,
@@ -164,18 +166,19 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
         first stage's choice is fitted with the anchors learned at the estimator's own
         step (below 2,000 rows the second stage moved the choice in 1 of 120 selections, at
         10-40 % of their time).  None: always.
-    batch : int or None, default=None
+    batch : int or None, default=2
         Trials in rounds of this many: the sampler asked for a round's settings before any
         is told, each trial judged (pruner, budget) on the earlier rounds' trials only, each
         slot of a round with its own cache; the stop rules read after each round.  The
-        trials and the choice are then the same in any number of ``workers``.  None: one
-        trial after another.
-    workers : int or "auto", default=1
+        trials and the choice are then the same in any number of ``workers``, so on any
+        machine.  None: one trial after another.
+    workers : int or "auto", default="auto"
         Processes: with ``batch``, the round's trials side by side in up to ``batch`` of
-        them (the same choice as in one); without, trials in this many processes on one
-        shared study (the choice may then differ from a serial run's).  "auto": with
-        ``batch``, this process and one per idle core (the cores less the last minute's
-        load average, this process's among it); without, 1.
+        them (the same choice as in one), the others started once the first trial shows
+        the rest will take ``LANE_START_S`` seconds or more; without, trials in this many
+        processes on one shared study (the choice may then differ from a serial run's).
+        "auto": with ``batch``, this process and one per idle core (the cores less the last
+        minute's load average, this process's among it); without, 1.
     refit : bool, default=True
         Fit ``best_estimator_`` on all rows with the chosen setting.
     random_state : int, default=0
@@ -241,7 +244,7 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
                  simpler_se=1.0, patience=None, warm_start=True, eta0_walk=True,
                  init_max_iter=30, choice_init_max_iter=30, calibration_repeats=1,
                  sample_digits=6, trial_params=None, fixed_first=True,
-                 second_stage_min_rows=2000, batch=None, workers=1, refit=True,
+                 second_stage_min_rows=2000, batch=2, workers="auto", refit=True,
                  random_state=0):
         self.estimator = estimator
         self.space = space
@@ -1038,6 +1041,7 @@ class _Objective:
         # counted as made (units, rows), and the first trial's setting, known before it ends
         self.reserved: tuple[float, int] = (0.0, 0)
         self.first: Mapping | None = None
+        self.first_ahead = False  # the round's earlier slots hold the search's first trial
 
     def _others(self) -> list:
         """The finished trials of the other processes (shared study), in trial order."""
@@ -1062,6 +1066,8 @@ class _Objective:
         if self.deadline is None or not self.complete():
             return False
         fits = self.known_fits()
+        if not fits:  # a round's later slot, before any trial has been told
+            return False
         recent = fits[1:][-10:] or fits
         seconds = max(s for _, s in recent)
         if cost is not None:
@@ -1175,12 +1181,10 @@ class _Objective:
             self.echo(self.rest_line(self.records[0]))
         return self.value(scores)
 
-    def rest_line(self, first: Mapping) -> str:
+    def rest_seconds(self, first: Mapping) -> float | None:
         """What the trials after ``first`` (complete) cost at its seconds per fit: the
         trials left, or the counted budget left, whichever ends first (pruned trials cost
-        less, a costlier setting more)."""
-        from llc_bench.store.costs import describe
-
+        less, a costlier setting more); None: until the seconds budget."""
         per_fit = first["seconds"] / max(first["fit_units"], 1e-12)
         left = [] if self.trials is None else [(self.trials - 1) * first["fit_units"]]
         if self.budget_fits is not None:
@@ -1189,10 +1193,19 @@ class _Objective:
             left.append((self.budget_rows - first["fit_rows"]) * first["fit_units"]
                         / max(first["fit_rows"], 1))
         if not left:
-            return f"tune    first trial {first['seconds']:.1f}s; the rest: until tune.budget_s"
+            return None if self.deadline is None else max(0.0, self.deadline - time.time())
         seconds = max(0.0, min(left)) * per_fit
         if self.deadline is not None:
             seconds = min(seconds, max(0.0, self.deadline - time.time()))
+        return seconds
+
+    def rest_line(self, first: Mapping) -> str:
+        """The tune line of :meth:`rest_seconds`."""
+        from llc_bench.store.costs import describe
+
+        seconds = self.rest_seconds(first)
+        if seconds is None:
+            return f"tune    first trial {first['seconds']:.1f}s; the rest: until tune.budget_s"
         return (f"tune    first trial {first['seconds']:.1f}s; the rest about "
                 f"{describe(seconds).lstrip('~')} at that pace")
 
@@ -1206,8 +1219,9 @@ class _Objective:
         return {"trial_cache": self.cache if deadline else self.cache.with_deadline(None)}
 
     def complete(self) -> bool:
-        """Whether a trial has been scored on every split (then there is a choice)."""
-        return any(r["folds_scored"] == len(self.parts)
+        """Whether a trial has been scored on every split (then there is a choice), or one
+        will be: a round's earlier slot holds the search's first trial, which always is."""
+        return self.first_ahead or any(r["folds_scored"] == len(self.parts)
                    for r in (*self.records, *(t.user_attrs["record"] for t in self._others())))
 
     def value(self, scores: list) -> float:
@@ -1347,7 +1361,9 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, proces
         """The round's next trial; a new round (its settings asked at once, the other
         processes' slots started) when the last is told."""
         if not queue:
-            size = batch if limit is None else min(batch, limit - len(study.trials))
+            asked_before = sum(t.state.name != "WAITING"  # the enqueued defaults aside
+                               for t in study.get_trials(deepcopy=False))
+            size = batch if limit is None else min(batch, limit - asked_before)
             if size < 1:
                 return None
             asked = [study.ask() for _ in range(size)]
@@ -1383,14 +1399,19 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, proces
         out = results.pop(t.number, None)
         if out is None:  # an error that ends the search
             return
-        book.records.append({**out["record"], "number": t.number})
+        if out["record"] is not None:
+            book.records.append({**out["record"], "number": t.number})
         book.fits.extend(out["fits"])
         judged.append(out["judged"])
         book.stopped_by = book.stopped_by or out["stopped_by"]
         halted = halted or out["halted"]
         patience(score)
-        if echo is not None and len(book.records) == 1:
-            echo(book.rest_line(book.records[0]))
+        if len(book.records) == 1:
+            rest = book.rest_seconds(book.records[0])
+            if echo is not None:
+                echo(book.rest_line(book.records[0]))
+            if rest is None or rest >= LANE_START_S:  # long enough to pay for a process
+                lane.start()
         if not queue:  # the round's last: a seconds cap read once a round
             halted = halted or book.over_budget()
 
@@ -1447,6 +1468,7 @@ def _round_trial(search: tuple, caches: dict, slot: int, raw: Mapping, context: 
                            digits=tune.get("sample_digits"))
     objective.records, objective.fits = list(context["records"]), list(context["fits"])
     objective.reserved, objective.first = context["reserved"], context["first"]
+    objective.first_ahead = slot > 0 and not context["records"]
     view, trial = _judged_alone(optuna, context["judged"], raw)
     state, score, error = "COMPLETE", None, None
     try:
@@ -1456,7 +1478,9 @@ def _round_trial(search: tuple, caches: dict, slot: int, raw: Mapping, context: 
     except CATCH as err:
         state, error = "FAIL", _failure(err)
     view.tell(trial, score, state=optuna.trial.TrialState[state])
-    return {"state": state, "score": score, "error": error, "record": objective.records[-1],
+    recorded = len(objective.records) > len(context["records"])  # not when make() failed
+    return {"state": state, "score": score, "error": error,
+            "record": objective.records[-1] if recorded else None,
             "fits": objective.fits[len(context["fits"]):], "stopped_by": objective.stopped_by,
             "halted": objective.halted, "judged": view.trials[-1]}
 
@@ -1485,15 +1509,22 @@ def _lane_trial(token: str, slot: int, raw: Mapping, context: Mapping, cache=Non
     return _round_trial(_LANE["search"], _LANE["caches"], slot, raw, context)
 
 
+#: A selection's other processes (``workers``) start once its first trial shows the rest
+#: will take this many seconds or more: a process's imports take about 2 s of a core.
+LANE_START_S = 10.0
+
+
 class _Lanes:
     """Where a round's trials run: slot j in lane j mod ``n``; lane 0 is this process, each
-    other lane one process of its own, started with the search and kept to its end.  Until
-    a lane's process is ready (its imports take seconds: a short search never waits for
-    them), its slots run here; from then on there, each slot's cache moved along with its
-    first trial there.  ``submit`` gives a call that returns the trial's result: a slot run
-    here runs when called, after the round's slots elsewhere have started."""
+    other lane one process of its own, started by ``start`` (when the search has shown it
+    is long enough to pay for one) and kept to its end.  Until a lane's process is ready
+    (its imports take seconds: a short search never waits for them), its slots run here;
+    from then on there, each slot's cache moved along with its first trial there.
+    ``submit`` gives a call that returns the trial's result: a slot run here runs when
+    called, after the round's slots elsewhere have started."""
 
-    #: wait for each lane's process to start before a round (tests: the lanes surely used)
+    #: start each lane's process with the search and wait for it before a round (tests:
+    #: the lanes surely used)
     wait_for_start = False
 
     def __init__(self, n: int, search: tuple):
@@ -1504,7 +1535,13 @@ class _Lanes:
         self.used = False  # whether a trial ran in another process
 
     def __enter__(self):
-        if self.n > 1:
+        if self.wait_for_start:
+            self.start()
+        return self
+
+    def start(self) -> None:
+        """Start the other lanes' processes (once)."""
+        if self.n > 1 and not self.pools:
             import uuid
 
             import numba
@@ -1518,13 +1555,12 @@ class _Lanes:
             self.pools = [ProcessPoolExecutor(max_workers=1) for _ in range(self.n - 1)]
             self.ready = [pool.submit(_lane_start, self.search, self.share, self.token)
                           for pool in self.pools]
-        return self
 
     def submit(self, slot: int, raw: Mapping, context: Mapping) -> Callable[[], dict]:
         lane = slot % self.n
-        if lane and self.wait_for_start:
+        if lane and self.ready and self.wait_for_start:
             self.ready[lane - 1].result()
-        if lane == 0 or not self.ready[lane - 1].done():
+        if lane == 0 or not self.ready or not self.ready[lane - 1].done():
             return lambda: _round_trial(self.search, self.caches, slot, raw, context)
         self.ready[lane - 1].result()  # a process that could not start says why
         if not self.used:

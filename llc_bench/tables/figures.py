@@ -331,17 +331,20 @@ class FigureBuilder:
             for m, (preset, _, over) in models.items():
                 for b in [None] if m in one_run else [*spec["budgets"], *default]:
                     o = _run_overrides(spec, d, over)
+                    # the default procedure's points on one core (one thread, as every
+                    # time in the figures): the choice of any number of processes
                     if b == DEFAULT_POINT:  # the selection a user's own data gets
-                        o = {**o, "tune": "on"}
+                        o = {**o, "tune": "on", "tune.workers": 1}
                     elif b is not None and budget_key != "tune.budget_s":
-                        o = {**o, "tune": "on", budget_key: b}  # the default procedure, this budget
+                        o = {**o, "tune": "on", budget_key: b, "tune.workers": 1}
                     elif b is not None:  # the budget alone ends the selection, in the
                         # procedure its points were measured with (their keys)
                         o = {**o, "tune": "on", "tune.budget_s": b, "tune.trials": None,
                              "tune.budget_rows": None, "tune.calibration_repeats": None,
                              "tune.trial_params": {}, "tune.init_max_iter": 100,
                              "tune.choice_init_max_iter": None, "tune.folds": 5,
-                             "tune.sample_digits": None, "tune.second_stage_min_rows": None}
+                             "tune.sample_digits": None, "tune.second_stage_min_rows": None,
+                             "tune.batch": None, "tune.workers": 1}
                     runs[(d, m, b)] = self.planner.plan_runs(preset, d, seeds, o)
         records = self._records(runs, name)
         peer = _peer_points(spec.get("peer"))

@@ -43,7 +43,7 @@ def test_rounds_of_one_trial_are_the_serial_search():
     """batch=1: the round machinery (the study judged alone, the cache per slot) gives the
     trials, scores, pruned trials and choice of one trial after another, on a CV whose
     pruner prunes."""
-    serial, rounds = _search(), _search(batch=1)
+    serial, rounds = _search(batch=None), _search(batch=1)
     assert _trials(rounds) == _trials(serial)
     assert rounds.best_params_ == serial.best_params_
     assert serial.report_["n_pruned"] >= 1, serial.report_["n_pruned"]
@@ -85,16 +85,19 @@ def test_the_tune_line_says_the_processes_and_not_that_the_choice_may_differ(tmp
     assert "(+ tune 1.0s)" in summary_line(record)
 
 
-def test_batch_enters_the_key_only_when_set_and_bad_values_are_one_line(tmp_path):
+def test_rounds_of_two_are_the_default_and_bad_values_are_one_line(tmp_path):
+    """tune=auto's default: rounds of 2 in as many processes as cores are idle; null is
+    the serial search, keyed as before rounds existed (no batch in its key)."""
     def resolved(*overrides):
         return prepare_config(compose_run("model=llsvm", "dataset=xor", "tune=on", *overrides,
                                           tmp_path=tmp_path))
 
-    plain, rounds = resolved(), resolved("tune.batch=2")
-    assert "batch" not in plain["tune"] and rounds["tune"]["batch"] == 2
-    assert config_hash(resolved("tune.batch=null")) == config_hash(plain)
-    assert config_hash(rounds) != config_hash(plain)
-    assert resolved("tune.batch=2", "tune.workers=auto")["tune"]["workers"] == "auto"
+    rounds, serial = resolved(), resolved("tune.batch=null")
+    assert rounds["tune"]["batch"] == 2 and rounds["tune"]["workers"] == "auto"
+    assert "batch" not in serial["tune"]
+    assert config_hash(serial) != config_hash(rounds)
+    assert config_hash(resolved("tune.batch=3")) != config_hash(rounds)
+    assert SearchCV(LLSVMClassifier()).get_params()["batch"] == 2
     for bad, message in (("tune.batch=0", "tune.batch=0: expected an integer >= 1 or null"),
                          ("tune.batch=two", "tune.batch='two': expected an integer >= 1"),
                          ("tune.workers=many", "tune.workers='many': expected an integer "
@@ -121,3 +124,24 @@ def test_ml3_s_rounds_choose_the_same_in_one_process_or_two(monkeypatch):
                          workers=w).fit(X, y) for w in (1, 2))
     assert two.report_["workers"] == 2
     assert _trials(two) == _trials(one) and two.best_params_ == one.best_params_
+
+
+def test_the_other_processes_start_only_for_a_search_long_enough_to_pay_for_them(
+        monkeypatch):
+    """workers=2: a search whose first trial shows the rest shorter than LANE_START_S
+    starts no other process (the record says 1); one that shows it longer starts it, with
+    the trials and choice of the short one."""
+    started = []
+    real = search_module._Lanes.start
+
+    def start(self):
+        started.append(self.n)
+        real(self)
+
+    monkeypatch.setattr(search_module._Lanes, "start", start)
+    short = _search(workers=2)
+    assert short.report_["workers"] == 1 and started == []
+    monkeypatch.setattr(search_module, "LANE_START_S", 0.0)
+    long = _search(workers=2)
+    assert started == [2]
+    assert _trials(long) == _trials(short) and long.best_params_ == short.best_params_
