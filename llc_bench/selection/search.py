@@ -205,6 +205,10 @@ class SearchCV(MetaEstimatorMixin, BaseEstimator):
     #: Enters a run's cache key above 1 (``tune.numerics_version``): bump it whenever the
     #: same settings would choose another setting or fit the choice otherwise.
     numerics_version = 1
+    #: Enters the cache key of a selection in rounds (``batch`` set) as
+    #: ``tune.rounds_version``: bump it whenever rounds of the same settings would choose
+    #: otherwise (2: a round's later slot of the first round under the counted budget).
+    rounds_version = 2
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],

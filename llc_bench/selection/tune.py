@@ -243,6 +243,8 @@ def resolve(config: dict, fixed: tuple = ()) -> dict:
         settings.pop(CHOICE_PASS_CAP, None)
     if SearchCV.numerics_version > 1:  # version 1 stays out: the keys made before it
         settings["numerics_version"] = SearchCV.numerics_version
+    if settings.get(BATCH):
+        settings["rounds_version"] = SearchCV.rounds_version
     config["tune"] = {**settings, "space": space}
     return config
 

@@ -94,7 +94,8 @@ def test_rounds_of_two_are_the_default_and_bad_values_are_one_line(tmp_path):
 
     rounds, serial = resolved(), resolved("tune.batch=null")
     assert rounds["tune"]["batch"] == 2 and rounds["tune"]["workers"] == "auto"
-    assert "batch" not in serial["tune"]
+    assert "batch" not in serial["tune"] and "rounds_version" not in serial["tune"]
+    assert rounds["tune"]["rounds_version"] == SearchCV.rounds_version == 2
     assert config_hash(serial) != config_hash(rounds)
     assert config_hash(resolved("tune.batch=3")) != config_hash(rounds)
     assert SearchCV(LLSVMClassifier()).get_params()["batch"] == 2
