@@ -1188,7 +1188,7 @@ class _Objective:
     def rest_seconds(self, first: Mapping) -> float | None:
         """What the trials after ``first`` (complete) cost at its seconds per fit: the
         trials left, or the counted budget left, whichever ends first (pruned trials cost
-        less, a costlier setting more); None: until the seconds budget."""
+        less, a costlier setting more); None: no count ends them (the seconds budget does)."""
         per_fit = first["seconds"] / max(first["fit_units"], 1e-12)
         left = [] if self.trials is None else [(self.trials - 1) * first["fit_units"]]
         if self.budget_fits is not None:
@@ -1197,7 +1197,7 @@ class _Objective:
             left.append((self.budget_rows - first["fit_rows"]) * first["fit_units"]
                         / max(first["fit_rows"], 1))
         if not left:
-            return None if self.deadline is None else max(0.0, self.deadline - time.time())
+            return None
         seconds = max(0.0, min(left)) * per_fit
         if self.deadline is not None:
             seconds = min(seconds, max(0.0, self.deadline - time.time()))
@@ -1412,9 +1412,11 @@ def _in_rounds(study, settings, make, space, parts, deadline, batch: int, proces
         patience(score)
         if len(book.records) == 1:
             rest = book.rest_seconds(book.records[0])
+            if rest is None:  # the seconds budget ends the trials (there is one then)
+                rest = book.deadline - time.time()
             if echo is not None:
                 echo(book.rest_line(book.records[0]))
-            if rest is None or rest >= LANE_START_S:  # long enough to pay for a process
+            if rest >= LANE_START_S:  # long enough to pay for a process
                 lane.start()
         if not queue:  # the round's last: a seconds cap read once a round
             halted = halted or book.over_budget()

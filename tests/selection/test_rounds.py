@@ -146,3 +146,14 @@ def test_the_other_processes_start_only_for_a_search_long_enough_to_pay_for_them
     long = _search(workers=2)
     assert started == [2]
     assert _trials(long) == _trials(short) and long.best_params_ == short.best_params_
+
+
+def test_a_selection_that_only_seconds_end_says_so_after_its_first_trial(tmp_path):
+    """No trial count and no counted budget, a seconds cap only: after the first trial the
+    tune line says the rest runs until the cap (no pace estimate of a count)."""
+    X, y = _rings(300, 3)
+    config = compose_run("model=llsvm", "dataset=xor", "tune=on", "tune.trials=null",
+                         "tune.budget_rows=null", "tune.budget_s=1", tmp_path=tmp_path)
+    lines: list[str] = []
+    select(prepare_config(config), X, y, build_estimator, echo=lines.append)
+    assert any(line.endswith("; the rest: until tune.budget_s") for line in lines), lines
